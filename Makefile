@@ -1,0 +1,36 @@
+# Trainer Portal — the two commands: `make run` and `make test`. Also: install, bench, lint.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+PYTHON := $(shell scripts/find-python)
+
+.PHONY: install system-deps run test lint bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	@test -n "$(PYTHON)" || (echo "No Python >= 3.12 found" >&2; exit 1)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+# Debian packages the browser tests and the kubectl smoke test need (chromium, kubectl).
+system-deps:
+	scripts/ensure-system-deps
+
+run: install
+	scripts/run-embedded
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+test: install system-deps lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) var staticfiles db.sqlite3

@@ -1,0 +1,222 @@
+"""Settings for Trainer Portal, read from the environment.
+
+Two modes, chosen by ``TRAINER_PORTAL_MODE``:
+
+* ``embedded`` (default): everything on one machine with no external service — SQLite, a filesystem
+  Celery broker, the sandbox cluster started by ``make run``. DEBUG is on and a throwaway secret key is used.
+* ``production``: DEBUG off, a real ``DJANGO_SECRET_KEY`` is required, cookies are secure and
+  ``manage.py check --deploy`` passes. Database and broker come from ``DATABASE_URL`` / ``CELERY_BROKER_URL``.
+
+Nothing here touches the cluster or the network at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TRAINER_PORTAL_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Return the boolean value of environment variable ``name`` (1/true/yes/on), or ``default`` if unset."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Return a comma-separated environment variable as a list of non-empty stripped strings."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+MODE = os.environ.get("TRAINER_PORTAL_MODE", "embedded")
+if MODE not in {"embedded", "production"}:
+    raise ImproperlyConfigured("TRAINER_PORTAL_MODE must be 'embedded' or 'production', got %r" % MODE)
+EMBEDDED = MODE == "embedded"
+
+DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not EMBEDDED:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set in production mode (50+ random characters).")
+    # Embedded mode only: a fixed, obviously-insecure key so sessions survive restarts of the demo.
+    SECRET_KEY = "embedded-insecure-key-do-not-use-in-production-" + "x" * 16
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "trainer_portal",
+    "runtimes",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "trainer_portal.urls"
+WSGI_APPLICATION = "trainer_portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "trainer_portal.context_processors.portal",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# Uploaded policies are capped at 1 MiB by the import code; keep Django's own limit just above it so the
+# import code, not Django, produces the (clearer) error message.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["trainer_portal.permissions.IsViewer"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "trainer_portal.api.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+if DEBUG:
+    REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Trainer Portal API",
+    "DESCRIPTION": "Author, validate, preview and sync Kubeflow Trainer ClusterTrainingRuntime scheduling policies.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Celery -------------------------------------------------------------------------------------------
+# Embedded mode uses kombu's filesystem transport so a real worker process runs without Redis.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "data_folder_in": str(VAR_DIR / "broker"),
+        "data_folder_out": str(VAR_DIR / "broker"),
+        "processed_folder": str(VAR_DIR / "broker-processed"),
+        "store_processed": False,
+    }
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {"visibility_timeout": 3600}
+)
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "trainer-portal")
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Cluster connection ---------------------------------------------------------------------------------
+# KUBECONFIG path (and optional context), or in-cluster service account when TRAINER_PORTAL_IN_CLUSTER=1.
+KUBE_CONFIG_PATH = os.environ.get("TRAINER_PORTAL_KUBECONFIG", os.environ.get("KUBECONFIG", ""))
+KUBE_CONTEXT = os.environ.get("TRAINER_PORTAL_KUBE_CONTEXT", "")
+KUBE_IN_CLUSTER = env_bool("TRAINER_PORTAL_IN_CLUSTER", False)
+KUBE_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_KUBE_TIMEOUT", "10"))
+KUBE_FIELD_MANAGER = "trainer-portal"
+# Node label that marks a "network block"; no standard key exists (kubernetes-apis.md §6.9).
+TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.com/topology-block")
+
+# --- Production hardening ----------------------------------------------------------------------------
+if not EMBEDDED:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
