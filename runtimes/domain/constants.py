@@ -1,0 +1,57 @@
+"""Names and limits of the Kubeflow Trainer ClusterTrainingRuntime API that the portal relies on.
+
+Sources: /work/shared/reference/kubernetes-apis.md §1 (CRD, CEL, webhook) and §2.3–2.4 (v2.4 `spec.scheduling`).
+"""
+
+from __future__ import annotations
+
+API_GROUP = "trainer.kubeflow.org"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+KIND = "ClusterTrainingRuntime"
+
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+ANCESTOR_TRAINER = "trainer"
+ANCESTOR_DATASET_INITIALIZER = "dataset-initializer"
+ANCESTOR_MODEL_INITIALIZER = "model-initializer"
+ANCESTOR_STEPS: tuple[str, ...] = (ANCESTOR_TRAINER, ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER)
+# The validating webhook requires a container with this name in an rJob labelled with the ancestor step.
+ANCESTOR_CONTAINER: dict[str, str] = {
+    ANCESTOR_TRAINER: "node",
+    ANCESTOR_DATASET_INITIALIZER: "dataset-initializer",
+    ANCESTOR_MODEL_INITIALIZER: "model-initializer",
+}
+
+ML_POLICY_KINDS: tuple[str, ...] = ("torch", "mpi", "jax", "xgboost", "flux")
+MPI_IMPLEMENTATIONS: tuple[str, ...] = ("OpenMPI", "")
+MPI_LAUNCHER_JOB = "launcher"
+MPI_NODE_JOB = "node"
+
+# Well-known / conventional topology keys offered by the form (a network-block key is configured per site).
+TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+TOPOLOGY_RACK = "topology.kubernetes.io/rack"
+DEFAULT_TOPOLOGY_KEYS: tuple[str, ...] = (TOPOLOGY_ZONE, TOPOLOGY_RACK)
+
+DEPENDS_ON_STATUSES: tuple[str, ...] = ("Ready", "Complete")
+SUCCESS_POLICY_OPERATORS: tuple[str, ...] = ("All", "Any")
+STARTUP_POLICY_ORDERS: tuple[str, ...] = ("AnyOrder", "InOrder")
+VOLCANO_MODES: tuple[str, ...] = ("hard", "soft")
+
+# CRD / KEP limits.
+MAX_ENV_INJECTION_TARGETS = 16
+MAX_ENV_INJECTION_CONTAINERS = 8
+MAX_DEPENDS_ON = 5
+MAX_VOLUME_CLAIM_POLICIES = 50
+MAX_SSH_AUTH_MOUNT_PATH = 4096
+MAX_SCHEDULING_ENTRIES = 8
+MAX_TARGETS_PER_ENTRY = 8
+MAX_POD_GROUP_TEMPLATES = 8
+MAX_RESOURCE_CLAIMS = 4
+MAX_TOPOLOGY_CONSTRAINTS = 1
+MAX_NAME_LENGTH = 253
+MAX_LABEL_LENGTH = 63
+# Level-3 targets may have at most this many replicas in Trainer v2.4 (until Kubernetes 1.38).
+V24_MAX_LEVEL3_REPLICAS = 1
+# A level-3 (per-Job) gang with more pods than this is flagged: every pod must fit one topology domain (rack).
+LARGE_LEVEL3_GANG = 16

@@ -1,0 +1,514 @@
+"""Safe parsing and serialisation of ClusterTrainingRuntime manifests (YAML, multi-document, or JSON).
+
+The loader accepts only plain data: mappings with unique string keys, sequences and scalars. Anchors and aliases
+are refused outright (they are how "billion laughs" alias bombs work, and no Kubernetes manifest needs them), as
+are explicit tags (`!!python/object`, `!!binary`, `!foo`). Timestamps and sexagesimal numbers stay strings, so a
+value such as `8080:80` or `2026-01-01` is never silently turned into an int or a datetime.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node, ScalarNode
+
+from .constants import API_VERSION, FRAMEWORK_LABEL, KIND
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "MAX_DEPTH",
+    "MAX_MANIFEST_BYTES",
+    "ManifestError",
+    "dump_many",
+    "dump_yaml",
+    "load_documents",
+    "load_runtime",
+    "load_runtimes",
+    "new_runtime",
+    "strip_server_fields",
+]
+
+MAX_MANIFEST_BYTES = 1024 * 1024
+# Real manifests nest ~20 levels deep; this bound keeps recursive code (ours and PyYAML's) far from the stack limit.
+MAX_DEPTH = 100
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+SERVER_METADATA_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+class ManifestError(ValueError):
+    """A manifest could not be parsed or is not what was expected.
+
+    Attributes: `message`, `line` and `column` (1-based, or None), `document` (0-based index, or None) and `path`
+    (dotted field path, or None). `str()` gives "line 3, column 5: message".
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        document: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.document = document
+        self.path = path
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            where = f"line {self.line}" + (f", column {self.column}" if self.column is not None else "")
+            return f"{where}: {self.message}"
+        if self.document is not None:
+            return f"document {self.document + 1}: {self.message}"
+        return self.message
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the error as a JSON-ready dict (message, line, column, document, path)."""
+        return {
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+            "document": self.document,
+            "path": self.path,
+        }
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+class _PlainResolver(yaml.resolver.BaseResolver):
+    """YAML 1.1 scalar resolution as kubectl (go-yaml) does it, minus timestamps, sexagesimals and merge keys."""
+
+
+_PlainResolver.yaml_implicit_resolvers = {}
+_PlainResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$"),
+    list("yYnNtTfFoO"),
+)
+_PlainResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+][0-9]+)
+        |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+_PlainResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(
+        r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0[0-7_]+
+        |[-+]?(?:0|[1-9][0-9_]*)
+        |[-+]?0x[0-9a-fA-F_]+)$""",
+        re.X,
+    ),
+    list("-+0123456789"),
+)
+_PlainResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
+)
+
+
+def _mark_position(mark: Any) -> tuple[int | None, int | None]:
+    if mark is None:
+        return None, None
+    return mark.line + 1, mark.column + 1
+
+
+class _SafeComposerMixin:
+    """Rejects anchors, aliases, explicit tags and excessive nesting while composing the node graph."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+        event = self.peek_event()  # type: ignore[attr-defined]
+        line, column = _mark_position(event.start_mark)
+        if isinstance(event, yaml.AliasEvent):
+            raise ManifestError(
+                f"YAML alias '*{event.anchor}' is not allowed; write the value out in full", line=line, column=column
+            )
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise ManifestError(
+                f"YAML anchor '&{anchor}' is not allowed (anchors and aliases can expand into huge documents); "
+                "remove it and write values out in full",
+                line=line,
+                column=column,
+            )
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise ManifestError(
+                f"YAML tag '{tag}' is not allowed; remove it (manifests contain only plain strings, numbers, "
+                "booleans, lists and mappings)",
+                line=line,
+                column=column,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", line=line, column=column)
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        finally:
+            self._depth -= 1
+
+
+class _SafeConstructor(yaml.constructor.SafeConstructor):
+    """Builds plain dicts; refuses duplicate and non-string keys with the key's position."""
+
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
+        if not isinstance(node, MappingNode):
+            raise ConstructorError(None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line, column = _mark_position(key_node.start_mark)
+            if not isinstance(key, str):
+                raise ManifestError(
+                    f"mapping key {key!r} is of type {type(key).__name__}, not a string; quote it (\"{key}\")",
+                    line=line,
+                    column=column,
+                )
+            if key in mapping:
+                raise ManifestError(
+                    f"duplicate key '{key}' in the same mapping; keep only one of them", line=line, column=column
+                )
+            mapping[key] = self.construct_object(value_node, deep=True)
+        return mapping
+
+
+_SafeConstructor.add_constructor("tag:yaml.org,2002:map", _SafeConstructor.construct_yaml_map)
+
+
+class _SafeLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    _SafeComposerMixin,
+    yaml.composer.Composer,
+    _SafeConstructor,
+    _PlainResolver,
+):
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _SafeConstructor.__init__(self)
+        _PlainResolver.__init__(self)
+
+
+def _decode(text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        if len(text) > MAX_MANIFEST_BYTES:
+            raise ManifestError(_too_large(len(text)))
+        try:
+            return text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"input is not valid UTF-8 (byte offset {exc.start}); save the file as UTF-8")
+    if not isinstance(text, str):
+        raise ManifestError(f"expected YAML or JSON text, got {type(text).__name__}")
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_MANIFEST_BYTES:
+        raise ManifestError(_too_large(size))
+    return text.removeprefix("\ufeff")
+
+
+def _too_large(size: int) -> str:
+    return f"input is {size} bytes; the limit is {MAX_MANIFEST_BYTES} bytes (1 MiB) — split it into smaller files"
+
+
+def _yaml_documents(text: str) -> list[dict]:
+    loader = _SafeLoader(text)
+    documents: list[dict] = []
+    index = 0
+    try:
+        while loader.check_node():
+            start = loader.peek_event().start_mark
+            node = loader.get_node()
+            if node is not None and not _is_empty(node):
+                data = loader.construct_document(node)
+                if not isinstance(data, dict):
+                    line, column = _mark_position(node.start_mark or start)
+                    raise ManifestError(
+                        f"document {index + 1} is a {_kind_of(data)}, not a mapping; each document must be a "
+                        "Kubernetes object (apiVersion, kind, metadata, spec)",
+                        line=line,
+                        column=column,
+                        document=index,
+                    )
+                documents.append(data)
+            index += 1
+    except ManifestError as exc:
+        if exc.document is None:
+            exc.document = index
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = _mark_position(mark)
+        problem = exc.problem or exc.context or "invalid YAML"
+        if "\t" in problem or "'\\t'" in problem:
+            problem += " (tabs are not allowed for indentation in YAML; use spaces)"
+        raise ManifestError(f"invalid YAML: {problem}", line=line, column=column, document=index)
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"invalid YAML: {exc}", document=index)
+    except RecursionError:
+        raise ManifestError(f"document is nested too deeply (limit {MAX_DEPTH} levels)", document=index)
+    finally:
+        loader.dispose()
+    return documents
+
+
+def _is_empty(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:null" and node.value in ("", "~", "null")
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _json_documents(text: str) -> list[dict]:
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        result: dict = {}
+        for key, value in items:
+            if key in result:
+                raise ManifestError(f"duplicate key '{key}' in the same JSON object; keep only one of them")
+            result[key] = value
+        return result
+
+    def constant(name: str) -> Any:
+        raise ManifestError(f"JSON constant {name} is not allowed; use a number or a string")
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno, document=0)
+    except RecursionError:
+        raise ManifestError("JSON document is nested too deeply", document=0)
+    if isinstance(data, list):
+        raise ManifestError(
+            "a top-level JSON array is not a Kubernetes object; wrap the items in "
+            '{"apiVersion": "v1", "kind": "List", "items": [...]}',
+            line=1,
+            column=1,
+            document=0,
+        )
+    if not isinstance(data, dict):
+        raise ManifestError(f"JSON document is a {_kind_of(data)}, not an object", line=1, column=1, document=0)
+    if _depth(data) > MAX_DEPTH:
+        raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", document=0)
+    return [data]
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def load_documents(text: str | bytes) -> list[dict]:
+    """Parse YAML (one or many `---`-separated documents) or JSON into plain dicts.
+
+    Returns the non-empty documents, each a dict with string keys. Raises ManifestError (with line/column where
+    known) for input over 1 MiB, invalid UTF-8, syntax errors, tabs used as indentation, anchors/aliases, explicit
+    tags, duplicate keys, non-string keys, non-mapping documents and nesting deeper than MAX_DEPTH.
+    """
+    source = _decode(text)
+    try:
+        return _yaml_documents(source)
+    except ManifestError as yaml_error:
+        # JSON that YAML cannot read (e.g. tab-indented) is still welcome; when both fail, report the JSON syntax
+        # error, or the YAML one when it carries a position the JSON one lacks (duplicate keys).
+        if not source.lstrip().startswith(("{", "[")):
+            raise
+        try:
+            return _json_documents(source)
+        except ManifestError as json_error:
+            if json_error.line is None and yaml_error.line is not None:
+                raise yaml_error from None
+            raise
+
+
+def _check_runtime(document: dict, index: int) -> None:
+    api_version, kind = document.get("apiVersion"), document.get("kind")
+    if api_version == API_VERSION and kind == KIND:
+        return
+    found = f"apiVersion {api_version!r}, kind {kind!r}"
+    if kind == "TrainingRuntime" and api_version == API_VERSION:
+        hint = "this is a namespaced TrainingRuntime; change kind to ClusterTrainingRuntime and remove namespace"
+    elif kind == KIND:
+        hint = f"set apiVersion to {API_VERSION}"
+    else:
+        hint = f"expected apiVersion {API_VERSION} and kind {KIND}"
+    name = document.get("metadata", {}).get("name") if isinstance(document.get("metadata"), dict) else None
+    label = f"document {index + 1}" + (f" ({name})" if isinstance(name, str) and name else "")
+    raise ManifestError(f"{label} has {found}: {hint}", document=index, path="kind")
+
+
+def load_runtimes(text: str | bytes) -> list[dict]:
+    """Parse text into ClusterTrainingRuntime manifests; a `List` document's `items` are unpacked.
+
+    Returns the runtimes in input order. Raises ManifestError naming the document and what was found when a
+    document is not a `trainer.kubeflow.org/v1alpha1` ClusterTrainingRuntime, or when there is none at all.
+    """
+    runtimes: list[dict] = []
+    for index, document in enumerate(load_documents(text)):
+        if document.get("kind") == "List" and "items" in document:
+            items = document["items"]
+            if not isinstance(items, list):
+                raise ManifestError("List 'items' must be a list of objects", document=index, path="items")
+            for position, item in enumerate(items):
+                if not isinstance(item, dict):
+                    raise ManifestError(
+                        f"List item {position} is a {_kind_of(item)}, not an object",
+                        document=index,
+                        path=f"items[{position}]",
+                    )
+                _check_runtime(item, index)
+                runtimes.append(item)
+            continue
+        _check_runtime(document, index)
+        runtimes.append(document)
+    if not runtimes:
+        raise ManifestError(f"no {KIND} found; the input is empty")
+    return runtimes
+
+
+def load_runtime(text: str | bytes) -> dict:
+    """Parse text that must contain exactly one ClusterTrainingRuntime; return it. Raises ManifestError."""
+    runtimes = load_runtimes(text)
+    if len(runtimes) != 1:
+        raise ManifestError(
+            f"expected exactly one {KIND}, found {len(runtimes)}; use import to load several at once",
+            document=1,
+        )
+    return runtimes[0]
+
+
+# --------------------------------------------------------------------------------------------------- dumping
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, key order preserved, nested lists indented, never anchors; multi-line strings as `|` blocks."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(manifest: dict) -> str:
+    """Return `manifest` as block-style YAML (kubectl-ready, key order kept) that load_documents reads back equal."""
+    return yaml.dump(
+        manifest,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 20,
+        indent=2,
+    )
+
+
+def dump_many(manifests: list[dict]) -> str:
+    """Return the manifests as one YAML stream, documents separated by `---`."""
+    return "---\n".join(dump_yaml(manifest) for manifest in manifests)
+
+
+# --------------------------------------------------------------------------------------------------- shaping
+
+
+def strip_server_fields(manifest: dict) -> dict:
+    """Return a deep copy of `manifest` without `status`, server-populated metadata and last-applied annotation."""
+    result = copy.deepcopy(manifest)
+    result.pop("status", None)
+    metadata = result.get("metadata")
+    if isinstance(metadata, dict):
+        for field in SERVER_METADATA_FIELDS:
+            metadata.pop(field, None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED_ANNOTATION, None)
+            if not annotations:
+                metadata.pop("annotations")
+    return result
+
+
+def new_runtime(name: str) -> dict:
+    """Return a minimal valid single-node torch ClusterTrainingRuntime named `name` (the "New policy" skeleton)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "labels": {FRAMEWORK_LABEL: "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "containers": [
+                                                {
+                                                    "name": "node",
+                                                    "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+                                                }
+                                            ]
+                                        }
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }

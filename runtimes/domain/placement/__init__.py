@@ -1,0 +1,1 @@
+"""Topology-aware gang placement: cluster snapshot, Kueue-TAS-style placement engine and explanations."""
