@@ -5,10 +5,40 @@ Rows are written only through `runtimes.services`; read them through `runtimes.s
 
 from __future__ import annotations
 
+import json
+from functools import partial
+
 from django.conf import settings
 from django.db import models
 
 from .choices import RevisionSource, SyncState
+
+
+class ManifestField(models.JSONField):
+    """A JSONField that keeps the manifest's key order on PostgreSQL too (column type `json`, not `jsonb`).
+
+    jsonb re-sorts object keys (shortest first), so a stored manifest would come back as `kind`, `spec`, `metadata`,
+    `apiVersion`; people read and diff these manifests, so we keep the order they wrote. Manifests are never queried
+    by content (no containment or key lookups), which is all jsonb would add.
+    """
+
+    def db_type(self, connection):
+        return "json" if connection.vendor == "postgresql" else super().db_type(connection)
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if connection.vendor != "postgresql":
+            return super().get_db_prep_value(value, connection, prepared)
+        from psycopg.types.json import Json  # only reached on PostgreSQL, whose driver is psycopg 3
+
+        if not prepared:
+            value = self.get_prep_value(value)
+        return Json(value, dumps=partial(json.dumps, cls=self.encoder) if self.encoder else json.dumps)
+
+    def from_db_value(self, value, expression, connection):
+        # psycopg decodes `json` columns itself (Django only registers a text loader for jsonb).
+        if value is not None and not isinstance(value, str):
+            return value
+        return super().from_db_value(value, expression, connection)
 
 
 class RuntimePolicy(models.Model):
@@ -19,7 +49,7 @@ class RuntimePolicy(models.Model):
     """
 
     name = models.CharField(max_length=253, unique=True, help_text="metadata.name of the manifest; immutable.")
-    manifest = models.JSONField(help_text="The current revision's manifest.")
+    manifest = ManifestField(help_text="The current revision's manifest.")
     version = models.PositiveIntegerField(default=1, help_text="Current revision number; send it back on writes.")
     framework = models.CharField(max_length=63, blank=True)
     scheduling_mode = models.CharField(max_length=32, blank=True)
@@ -65,7 +95,7 @@ class PolicyRevision(models.Model):
 
     policy = models.ForeignKey(RuntimePolicy, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
-    manifest = models.JSONField()
+    manifest = ManifestField()
     message = models.CharField(max_length=500, blank=True)
     source = models.CharField(max_length=16, choices=RevisionSource)
     author = models.ForeignKey(

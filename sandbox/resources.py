@@ -112,7 +112,7 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
                                       "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
                                       "reason", "type", "source")),
         ResourceType("scheduling.k8s.io", scheduling_version, "Workload", "workloads", namespaced=True,
-                     list_types=_SCHEDULING_LISTS),
+                     list_types=_SCHEDULING_LISTS, has_status=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "PodGroup", "podgroups", namespaced=True,
                      list_types=_SCHEDULING_LISTS),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
@@ -132,8 +132,8 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
     for version in spec["versions"]:
         if not version.get("served", True):
             continue
-        schema = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object",
-                                                                             "x-kubernetes-preserve-unknown-fields": True}
+        schema = ((version.get("schema") or {}).get("openAPIV3Schema")
+                  or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
         rt = ResourceType(
             group=spec["group"], version=version["name"], kind=names["kind"], plural=names["plural"],
             namespaced=spec.get("scope", "Namespaced") == "Namespaced", singular=names.get("singular", ""),

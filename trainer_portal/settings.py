@@ -135,6 +135,10 @@ STORAGES = {
     },
 }
 
+# In embedded mode static files are served straight from the app directories (no collectstatic needed).
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -53,5 +53,6 @@ MAX_NAME_LENGTH = 253
 MAX_LABEL_LENGTH = 63
 # Level-3 targets may have at most this many replicas in Trainer v2.4 (until Kubernetes 1.38).
 V24_MAX_LEVEL3_REPLICAS = 1
-# A level-3 (per-Job) gang with more pods than this is flagged: every pod must fit one topology domain (rack).
-LARGE_LEVEL3_GANG = 16
+# A level-3 (per-Job) gang with at least this many pods is flagged: every pod must fit one topology domain (a rack
+# of 8-GPU servers typically holds 4–8 of them). Decision D7 in docs/decisions.md.
+LARGE_LEVEL3_GANG = 8

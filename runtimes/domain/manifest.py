@@ -11,11 +11,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .constants import API_VERSION, FRAMEWORK_LABEL, KIND
 
@@ -24,6 +25,7 @@ __all__ = [
     "KIND",
     "MAX_DEPTH",
     "MAX_MANIFEST_BYTES",
+    "MAX_NODES",
     "ManifestError",
     "dump_many",
     "dump_yaml",
@@ -37,6 +39,11 @@ __all__ = [
 MAX_MANIFEST_BYTES = 1024 * 1024
 # Real manifests nest ~20 levels deep; this bound keeps recursive code (ours and PyYAML's) far from the stack limit.
 MAX_DEPTH = 100
+# A runtime has a few hundred nodes; 1 MiB of real manifests stays far below this. Pathological input ("- 1" × 250k)
+# is cut off early instead of costing seconds of CPU per request.
+MAX_NODES = 100_000
+# Errors in input up to this size are re-parsed by the pure-Python parser for its clearer messages.
+REPARSE_LIMIT = 64 * 1024
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 SERVER_METADATA_FIELDS = (
     "uid",
@@ -143,10 +150,19 @@ class _SafeComposerMixin:
     """Rejects anchors, aliases, explicit tags and excessive nesting while composing the node graph."""
 
     _depth = 0
+    _nodes = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
         event = self.peek_event()  # type: ignore[attr-defined]
         line, column = _mark_position(event.start_mark)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise ManifestError(
+                f"input has more than {MAX_NODES} values; a ClusterTrainingRuntime has a few hundred — split the "
+                "input or remove generated content",
+                line=line,
+                column=column,
+            )
         if isinstance(event, yaml.AliasEvent):
             raise ManifestError(
                 f"YAML alias '*{event.anchor}' is not allowed; write the value out in full", line=line, column=column
@@ -221,6 +237,26 @@ class _SafeLoader(
         _PlainResolver.__init__(self)
 
 
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    CParser = None
+
+if CParser is not None:
+
+    class _FastLoader(_SafeComposerMixin, yaml.composer.Composer, _SafeConstructor, _PlainResolver, CParser):
+        """libyaml scans and parses (≈ 10× faster); composing and constructing stay in Python with our checks."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            _SafeConstructor.__init__(self)
+            _PlainResolver.__init__(self)
+
+else:  # pragma: no cover - PyYAML built without libyaml
+    _FastLoader = _SafeLoader  # type: ignore[misc]
+
+
 def _decode(text: str | bytes) -> str:
     if isinstance(text, bytes):
         if len(text) > MAX_MANIFEST_BYTES:
@@ -241,9 +277,63 @@ def _too_large(size: int) -> str:
     return f"input is {size} bytes; the limit is {MAX_MANIFEST_BYTES} bytes (1 MiB) — split it into smaller files"
 
 
-def _yaml_documents(text: str) -> list[dict]:
-    loader = _SafeLoader(text)
-    documents: list[dict] = []
+def _yaml_documents(text: str) -> list[tuple[dict, _Where]]:
+    try:
+        return _compose_documents(_FastLoader, text)
+    except ManifestError:
+        if _FastLoader is _SafeLoader or len(text) > REPARSE_LIMIT:
+            raise
+        # Re-read small input with the pure-Python parser: its messages (e.g. about tabs) are the clearer ones.
+        return _compose_documents(_SafeLoader, text)
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """Return the 1-based (line, column) of character `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+
+
+@dataclass
+class _Where:
+    """Where a document (or a List item) sits in the input: stream index, start, and its top-level keys' values."""
+
+    index: int
+    line: int | None = None
+    column: int | None = None
+    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+    items: list[_Where] = field(default_factory=list)
+
+    def of(self, key: str) -> tuple[int | None, int | None]:
+        """Return the (line, column) of `key`'s value, else of the object itself."""
+        return self.keys.get(key, (self.line, self.column))  # type: ignore[return-value]
+
+
+def _locate(node: Node, index: int) -> _Where:
+    line, column = _mark_position(node.start_mark)
+    where = _Where(index, line, column)
+    if isinstance(node, MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode):
+                where.keys[key_node.value] = _mark_position(value_node.start_mark)  # type: ignore[assignment]
+                if key_node.value == "items" and isinstance(value_node, SequenceNode):
+                    where.items = [_locate(item, index) for item in value_node.value]
+    return where
+
+
+def _compose_documents(loader_class: type, text: str) -> list[tuple[dict, _Where]]:
+    try:
+        loader = loader_class(text)
+    except UnicodeEncodeError as exc:
+        line, column = _position(text, exc.start)
+        raise ManifestError("text contains an unpaired surrogate character; save it as UTF-8", line=line, column=column)
+    except yaml.reader.ReaderError as exc:
+        line, column = _position(text, exc.position)
+        raise ManifestError(
+            f"invalid YAML: control character #x{exc.character:04x} is not allowed; remove it or write it escaped "
+            'inside double quotes ("\\x07")',
+            line=line,
+            column=column,
+        )
+    documents: list[tuple[dict, _Where]] = []
     index = 0
     try:
         while loader.check_node():
@@ -260,7 +350,7 @@ def _yaml_documents(text: str) -> list[dict]:
                         column=column,
                         document=index,
                     )
-                documents.append(data)
+                documents.append((data, _locate(node, index)))
             index += 1
     except ManifestError as exc:
         if exc.document is None:
@@ -270,9 +360,17 @@ def _yaml_documents(text: str) -> list[dict]:
         mark = exc.problem_mark or exc.context_mark
         line, column = _mark_position(mark)
         problem = exc.problem or exc.context or "invalid YAML"
-        if "\t" in problem or "'\\t'" in problem:
+        if "\t" in problem or "'\\t'" in problem or (mark is not None and text[mark.index : mark.index + 1] == "\t"):
             problem += " (tabs are not allowed for indentation in YAML; use spaces)"
         raise ManifestError(f"invalid YAML: {problem}", line=line, column=column, document=index)
+    except yaml.reader.ReaderError as exc:
+        line, column = _position(text, exc.position)
+        raise ManifestError(
+            f"invalid YAML: control character #x{exc.character:04x} is not allowed; remove it or write it escaped",
+            line=line,
+            column=column,
+            document=index,
+        )
     except yaml.YAMLError as exc:
         raise ManifestError(f"invalid YAML: {exc}", document=index)
     except RecursionError:
@@ -296,12 +394,16 @@ def _kind_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _json_documents(text: str) -> list[dict]:
+class _DuplicateJsonKey(ManifestError):
+    """JSON reports no position for duplicate keys; the YAML reader's error (which has one) is preferred."""
+
+
+def _json_documents(text: str) -> list[tuple[dict, _Where]]:
     def pairs(items: list[tuple[str, Any]]) -> dict:
         result: dict = {}
         for key, value in items:
             if key in result:
-                raise ManifestError(f"duplicate key '{key}' in the same JSON object; keep only one of them")
+                raise _DuplicateJsonKey(f"duplicate key '{key}' in the same JSON object; keep only one of them")
             result[key] = value
         return result
 
@@ -326,7 +428,7 @@ def _json_documents(text: str) -> list[dict]:
         raise ManifestError(f"JSON document is a {_kind_of(data)}, not an object", line=1, column=1, document=0)
     if _depth(data) > MAX_DEPTH:
         raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", document=0)
-    return [data]
+    return [(data, _Where(0))]
 
 
 def _depth(value: Any) -> int:
@@ -348,61 +450,80 @@ def load_documents(text: str | bytes) -> list[dict]:
     known) for input over 1 MiB, invalid UTF-8, syntax errors, tabs used as indentation, anchors/aliases, explicit
     tags, duplicate keys, non-string keys, non-mapping documents and nesting deeper than MAX_DEPTH.
     """
+    return [document for document, _ in _load_located(text)]
+
+
+def _load_located(text: str | bytes) -> list[tuple[dict, _Where]]:
     source = _decode(text)
     try:
         return _yaml_documents(source)
     except ManifestError as yaml_error:
-        # JSON that YAML cannot read (e.g. tab-indented) is still welcome; when both fail, report the JSON syntax
-        # error, or the YAML one when it carries a position the JSON one lacks (duplicate keys).
+        # JSON that YAML cannot read (e.g. tab-indented) is still welcome; when both fail, report the JSON error,
+        # except for duplicate keys, which only the YAML reader can locate.
         if not source.lstrip().startswith(("{", "[")):
             raise
         try:
             return _json_documents(source)
         except ManifestError as json_error:
-            if json_error.line is None and yaml_error.line is not None:
+            if isinstance(json_error, _DuplicateJsonKey) and yaml_error.line is not None:
                 raise yaml_error from None
             raise
 
 
-def _check_runtime(document: dict, index: int) -> None:
+def _check_runtime(document: dict, where: _Where, label: str) -> None:
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if api_version == API_VERSION and kind == KIND:
         return
     found = f"apiVersion {api_version!r}, kind {kind!r}"
     if kind == "TrainingRuntime" and api_version == API_VERSION:
-        hint = "this is a namespaced TrainingRuntime; change kind to ClusterTrainingRuntime and remove namespace"
+        hint = "this is a namespaced TrainingRuntime; change kind to ClusterTrainingRuntime, remove namespace"
+        path = "kind"
     elif kind == KIND:
-        hint = f"set apiVersion to {API_VERSION}"
+        hint, path = f"set apiVersion to {API_VERSION}", "apiVersion"
     else:
-        hint = f"expected apiVersion {API_VERSION} and kind {KIND}"
-    name = document.get("metadata", {}).get("name") if isinstance(document.get("metadata"), dict) else None
-    label = f"document {index + 1}" + (f" ({name})" if isinstance(name, str) and name else "")
-    raise ManifestError(f"{label} has {found}: {hint}", document=index, path="kind")
+        hint, path = f"expected apiVersion {API_VERSION} and kind {KIND}", "kind"
+    metadata = document.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    label += f" ({name})" if isinstance(name, str) and name else ""
+    line, column = where.of(path)
+    raise ManifestError(f"{label} has {found}: {hint}", line=line, column=column, document=where.index, path=path)
 
 
 def load_runtimes(text: str | bytes) -> list[dict]:
     """Parse text into ClusterTrainingRuntime manifests; a `List` document's `items` are unpacked.
 
-    Returns the runtimes in input order. Raises ManifestError naming the document and what was found when a
-    document is not a `trainer.kubeflow.org/v1alpha1` ClusterTrainingRuntime, or when there is none at all.
+    Returns the runtimes in input order. Raises ManifestError naming the document (and the line of its `kind` or
+    `apiVersion`) and what was found when a document is not a `trainer.kubeflow.org/v1alpha1`
+    ClusterTrainingRuntime, or when there is none at all.
     """
     runtimes: list[dict] = []
-    for index, document in enumerate(load_documents(text)):
+    for document, where in _load_located(text):
+        label = f"document {where.index + 1}"
         if document.get("kind") == "List" and "items" in document:
             items = document["items"]
+            line, column = where.of("items")
             if not isinstance(items, list):
-                raise ManifestError("List 'items' must be a list of objects", document=index, path="items")
+                raise ManifestError(
+                    "List 'items' must be a list of objects",
+                    line=line,
+                    column=column,
+                    document=where.index,
+                    path="items",
+                )
             for position, item in enumerate(items):
+                item_where = where.items[position] if position < len(where.items) else _Where(where.index, line, column)
                 if not isinstance(item, dict):
                     raise ManifestError(
-                        f"List item {position} is a {_kind_of(item)}, not an object",
-                        document=index,
+                        f"List item {position + 1} is a {_kind_of(item)}, not an object",
+                        line=item_where.line,
+                        column=item_where.column,
+                        document=where.index,
                         path=f"items[{position}]",
                     )
-                _check_runtime(item, index)
+                _check_runtime(item, item_where, f"{label}, List item {position + 1}")
                 runtimes.append(item)
             continue
-        _check_runtime(document, index)
+        _check_runtime(document, where, label)
         runtimes.append(document)
     if not runtimes:
         raise ManifestError(f"no {KIND} found; the input is empty")
@@ -434,7 +555,11 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    if any(ch in "\x85\u2028\u2029\ufeff" or not (ch.isprintable() or ch == "\n") for ch in value):
+        # Unicode line separators and control characters survive only as escapes in a double-quoted scalar.
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -59,8 +59,11 @@ def _tolerates(toleration: dict, taint: dict) -> bool:
 
 def untolerated_taint(node: dict, tolerations: Iterable[dict]) -> dict | None:
     """Return the first NoSchedule/NoExecute taint of `node` no toleration matches, or None."""
+    taints = (node.get("spec") or {}).get("taints")
+    if not taints:
+        return None
     tolerations = list(tolerations)
-    for taint in (node.get("spec") or {}).get("taints") or []:
+    for taint in taints:
         if taint.get("effect") not in _BLOCKING_EFFECTS:
             continue
         if not any(_tolerates(t, taint) for t in tolerations):
@@ -97,19 +100,14 @@ def _fits(free: dict[str, int], requests: dict[str, int]) -> bool:
     return all(free.get(name, 0) >= amount for name, amount in requests.items() if amount > 0)
 
 
-def _first_insufficient(free: dict[str, int], requests: dict[str, int]) -> str | None:
-    ordered = [r for r in TRACKED if r in requests] + sorted(r for r in requests if r not in TRACKED)
-    for name in ordered:
-        if requests[name] > 0 and free.get(name, 0) < requests[name]:
-            return name
-    return None
-
-
 def _place_in(node_names: list[str], free: dict[str, dict[str, int]], buckets: list[tuple[dict, list[str]]]):
     """First fit node by node; return (assignments, placed count). `free` is not modified."""
     remaining = [(req, list(names)) for req, names in buckets]
     assignments: dict[str, str] = {}
     for node_name in node_names:
+        smallest = next((req for req, names in reversed(remaining) if names), None)
+        if smallest is not None and not _fits(free[node_name], smallest):
+            continue  # cannot take even the smallest remaining pod: skip the copy
         left = dict(free[node_name])
         for requests, names in remaining:
             while names and _fits(left, requests):
@@ -168,17 +166,20 @@ def try_place(
     topology_key: str | None,
     *,
     domain: str | None = None,
+    free: dict[str, dict[str, int]] | None = None,
 ) -> PlacementAttempt:
     """Try to place all of `pods` (all-or-nothing) on `nodes`, given the pods already bound there.
 
     `topology_key`: when set, every pod must land on nodes sharing one value of that node label. `domain`
-    restricts the attempt to that one value (used when part of a group is already bound). Returns a
+    restricts the attempt to that one value (used when part of a group is already bound). `free` (from
+    `free_resources`, not modified) lets a caller placing many groups skip recomputing it from `bound_pods`. Returns a
     PlacementAttempt; never raises on infeasible input, only on malformed quantities (ValueError).
     """
     total = len(nodes)
     if not pods:
         return PlacementAttempt(True, {}, "no pods to place", domain=domain)
-    free = free_resources(nodes, bound_pods)
+    if free is None:
+        free = free_resources(nodes, bound_pods)
     shapes: dict[tuple, tuple[dict, list[str]]] = {}
     for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
         requests = pod_requests(pod)
@@ -195,6 +196,8 @@ def try_place(
     exclusions: dict[str, int] = {}
     domains: dict[str, list[str]] = {}
     available = 0
+    needed = [(r, smallest[r]) for r in TRACKED if smallest.get(r, 0) > 0]
+    needed += sorted((r, a) for r, a in smallest.items() if r not in TRACKED and a > 0)
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
@@ -205,16 +208,18 @@ def try_place(
             reason = "cordoned"
         elif untolerated_taint(node, tolerations) is not None:
             reason = "untolerated taint"
-        elif any(labels.get(k) != v for k, v in selector.items()):
+        elif selector and any(labels.get(k) != v for k, v in selector.items()):
             reason = "node selector"
         elif topology_key and topology_key not in labels:
             reason = f"missing label {topology_key}"
         elif topology_key and domain is not None and labels[topology_key] != domain:
             reason = "outside the group's domain"
         else:
-            missing = _first_insufficient(free[name], smallest)
-            if missing:
-                reason = f"insufficient {missing}"
+            left = free[name]
+            for resource, amount in needed:
+                if left.get(resource, 0) < amount:
+                    reason = f"insufficient {resource}"
+                    break
         if reason:
             exclusions[reason] = exclusions.get(reason, 0) + 1
             continue
@@ -226,7 +231,8 @@ def try_place(
     for value in sorted(domains):
         assignments, placed = _place_in(domains[value], free, buckets)
         if placed == need:
-            where = f'{_short_level(topology_key)} "{value}"' if topology_key else f"{len(set(assignments.values()))} nodes"
+            used = len(set(assignments.values()))
+            where = f'{_short_level(topology_key)} "{value}"' if topology_key else f"{used} nodes"
             return PlacementAttempt(
                 True,
                 assignments,

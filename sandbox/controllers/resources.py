@@ -6,6 +6,7 @@ so that comparisons are exact and never depend on float rounding.
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
@@ -28,7 +29,15 @@ def parse_quantity(value: str | int | float) -> int:
         raise ValueError(f"invalid quantity {value!r}: expected a string such as '4', '500m' or '64Gi'")
     if isinstance(value, int | float):
         value = str(value)
-    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+    if not isinstance(value, str):
+        raise ValueError(f"invalid quantity {value!r}: expected a string such as '4', '500m' or '64Gi'")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
+    """Cached parse: clusters repeat a handful of quantity strings millions of times."""
+    match = _QUANTITY.match(value.strip())
     if not match or match.group(2) not in _SUFFIXES:
         raise ValueError(f"invalid quantity {value!r}: expected a string such as '4', '500m' or '64Gi'")
     try:

@@ -163,7 +163,9 @@ def error_from_status(
     reason = str(body.get("reason") or "")
     details = body.get("details") if isinstance(body.get("details"), dict) else {}
     causes = tuple(
-        KubeCause(field=str(c.get("field") or ""), message=str(c.get("message") or ""), reason=str(c.get("reason") or ""))
+        KubeCause(
+            field=str(c.get("field") or ""), message=str(c.get("message") or ""), reason=str(c.get("reason") or "")
+        )
         for c in (details.get("causes") or [])
         if isinstance(c, dict)
     )

@@ -1,0 +1,284 @@
+"""HTML interface of the placement preview: the standalone page, the policy-page panel and the htmx results.
+
+* `GET /preview/` shows the form (policy picker or pasted YAML); `?policy=NAME` preselects a policy and previews it.
+* `POST /preview/` previews the submitted form: a full page without JavaScript, only the results with htmx.
+* `POST /preview/results/` is what the form's htmx trigger posts to as the user types (debounced 300 ms).
+* `GET /preview/panel/<name>/` is the panel that `static/js/preview.js` mounts into the policy page's
+  `<section id="preview-panel" data-runtime="NAME">`.
+
+Bad input never becomes a 500: it is shown next to the field it concerns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.safestring import SafeString, mark_safe
+from django.views import View
+
+from runtimes.errors import PolicyNotFound
+from runtimes.preview import (
+    API_VERSIONS,
+    DEFAULT_RESOURCES,
+    FRAGMENTATIONS,
+    SYNTHETIC_BOUNDS,
+    PreviewInputError,
+    SyntheticTopology,
+    live_source_available,
+    preview_manifest,
+    preview_policy,
+    preview_request_parse,
+)
+from runtimes.selectors import policy_get, policy_list
+from trainer_portal.permissions import ViewerRequiredMixin
+
+GPU = "nvidia.com/gpu"
+DEFAULT_NUM_NODES = 8
+# Form field name → the request path its problems are reported under (see `_field_for_path`).
+_SYNTHETIC_FIELDS = ("zones", "blocksPerZone", "racksPerBlock", "nodesPerRack", "gpusPerNode", "fragmentation", "seed")
+FORM_FIELDS = ("numNodes", "gpu", "cpu", "memory", "apiVersion", "composite", "source", *_SYNTHETIC_FIELDS,
+               "policy", "manifest")
+_RESOURCE_FIELDS = {"gpu": GPU, "cpu": "cpu", "memory": "memory"}
+_SYNTHETIC_LABELS = {
+    "zones": "Zones",
+    "blocksPerZone": "Blocks per zone",
+    "racksPerBlock": "Racks per block",
+    "nodesPerRack": "Nodes per rack",
+    "gpusPerNode": "GPUs per node",
+    "fragmentation": "Fragmentation",
+    "seed": "Seed",
+}
+
+
+# --------------------------------------------------------------------------------------------------- form mapping
+
+
+def form_defaults(*, policy: str = "") -> dict[str, str]:
+    """Return the initial form values (strings, as the inputs show them)."""
+    topology = SyntheticTopology()
+    return {
+        "numNodes": str(DEFAULT_NUM_NODES),
+        "gpu": DEFAULT_RESOURCES[GPU],
+        "cpu": DEFAULT_RESOURCES["cpu"],
+        "memory": DEFAULT_RESOURCES["memory"],
+        "apiVersion": next(iter(API_VERSIONS)),
+        "composite": "",
+        "source": "synthetic",
+        "zones": str(topology.zones),
+        "blocksPerZone": str(topology.blocks_per_zone),
+        "racksPerBlock": str(topology.racks_per_block),
+        "nodesPerRack": str(topology.nodes_per_rack),
+        "gpusPerNode": str(topology.gpus_per_node),
+        "fragmentation": topology.fragmentation,
+        "seed": str(topology.seed),
+        "policy": policy,
+        "manifest": "",
+    }
+
+
+def form_values(data: Mapping[str, Any]) -> dict[str, str]:
+    """Return the submitted form values, defaults filled in for fields the form did not send."""
+    values = form_defaults()
+    for name in FORM_FIELDS:
+        if name == "composite":
+            values[name] = "on" if data.get(name) in ("on", "true", "1") else ""
+        elif name in data:
+            values[name] = str(data.get(name) or "").strip() if name != "manifest" else str(data.get(name) or "")
+    return values
+
+
+def request_data_from_form(values: Mapping[str, str]) -> dict[str, Any]:
+    """Return the JSON-shaped preview input (as the API takes it) for form `values`."""
+    resources = {resource: values.get(field, "") for field, resource in _RESOURCE_FIELDS.items()}
+    topology: dict[str, Any] = {"source": values.get("source") or "synthetic"}
+    topology.update({name: values.get(name, "") for name in _SYNTHETIC_FIELDS})
+    return {
+        "numNodes": values.get("numNodes", ""),
+        "resourcesPerNode": resources,
+        "apiVersion": values.get("apiVersion", ""),
+        "composite": values.get("composite") == "on",
+        "topology": topology,
+    }
+
+
+def _field_for_path(path: str) -> str:
+    """Return the form field a request path belongs to ("" for problems that concern no single field)."""
+    if path.startswith("resourcesPerNode."):
+        resource = path.removeprefix("resourcesPerNode.")
+        return next((field for field, name in _RESOURCE_FIELDS.items() if name == resource), "gpu")
+    if path.startswith("topology."):
+        name = path.removeprefix("topology.")
+        return name if name in _SYNTHETIC_FIELDS or name == "source" else ""
+    if path == "topology":
+        return "zones"
+    if path.startswith("manifest"):
+        return "manifest"
+    return path if path in FORM_FIELDS else ""
+
+
+def field_errors(errors: list[dict[str, str]]) -> tuple[dict[str, list[str]], list[dict[str, str]]]:
+    """Return ({form field: [messages]}, problems that belong to no field) for preview input problems."""
+    by_field: dict[str, list[str]] = {}
+    other = []
+    for error in errors:
+        field = _field_for_path(error["path"])
+        if field and not (field == "manifest" and error["path"] != "manifest"):
+            by_field.setdefault(field, []).append(error["message"])
+        else:
+            other.append(error)
+    return by_field, other
+
+
+# --------------------------------------------------------------------------------------------------- heat map
+
+
+def heatmap_html(heatmap: Mapping[str, Any]) -> SafeString:
+    """Return the zone → block → rack heat map as compact HTML (one `<i>` per rack, a `title` tooltip each).
+
+    Built here rather than in a template loop because a 50,000-node cluster has ~3,125 racks: a template would
+    spend tens of milliseconds on it, and the markup must stay small (class names of two letters, no inline style).
+    Names are escaped with the standard library's `html.escape` (quotes included), several times faster than
+    Django's lazy-aware `escape` for thousands of short strings.
+    """
+    parts: list[str] = []
+    for zone in heatmap.get("zones", []):
+        zone_name = escape(zone["name"])
+        placed_zone = " pv-zone--placed" if zone.get("placed") else (" pv-zone--near" if zone.get("near") else "")
+        parts.append(
+            f'<div class="pv-zone{placed_zone}"><div class="pv-zone__head"><b>{zone_name}</b>'
+            f'<span>{zone["free"]:,} / {zone["total"]:,} GPUs free</span></div>'
+        )
+        for block in zone.get("blocks", []):
+            block_name = escape(block["name"])
+            placed_block = " pv-block--placed" if block.get("placed") else (
+                " pv-block--near" if block.get("near") else "")
+            parts.append(
+                f'<div class="pv-block{placed_block}"><span class="pv-block__name" '
+                f'title="{block_name}: {block["free"]:,} / {block["total"]:,} GPUs free">{block_name}</span>'
+                f'<div class="pv-racks">'
+            )
+            cells = []
+            for rack in block.get("racks", []):
+                placed = rack.get("placed") or 0
+                title = f'{escape(rack["name"])}: {rack["free"]:,}/{rack["total"]:,} free'
+                css = "hx" if rack["bucket"] < 0 else f"h{rack['bucket']}"
+                if placed:
+                    cells.append(f'<i class="{css} p" title="{title}, {placed:,} pods placed"></i>')
+                elif rack.get("near"):
+                    cells.append(f'<i class="{css} n" title="{title}, best domain (does not fit)"></i>')
+                else:
+                    cells.append(f"<i class={css} title=\"{title}\"></i>")
+            parts.append("".join(cells))
+            parts.append("</div></div>")
+        parts.append("</div>")
+    return mark_safe("".join(parts))  # noqa: S308 — every interpolated name is escaped above
+
+
+# --------------------------------------------------------------------------------------------------- rendering
+
+
+def _policy_names() -> list[str]:
+    return list(policy_list().values_list("name", flat=True))
+
+
+def _run(values: Mapping[str, str]) -> dict[str, Any]:
+    """Return the template context for form `values`: `result` or `errors` (by field) and `problems`."""
+    try:
+        preview_request = preview_request_parse(request_data_from_form(values))
+        if values.get("manifest", "").strip():
+            result = preview_manifest(manifest=values["manifest"], request=preview_request)
+        elif values.get("policy"):
+            result = preview_policy(name=values["policy"], request=preview_request)
+        else:
+            raise PreviewInputError([{"path": "policy", "message": "choose a saved policy or paste a manifest"}])
+    except PolicyNotFound as error:
+        return {"errors": {"policy": [error.message]}, "problems": [], "result": None}
+    except PreviewInputError as error:
+        by_field, other = field_errors(error.errors)
+        manifest_problems = [e for e in error.errors if e["path"].startswith("manifest") and e["path"] != "manifest"]
+        return {"errors": by_field, "problems": [*other, *manifest_problems], "result": None}
+    return {"errors": {}, "problems": [], "result": result, "heatmap": heatmap_html(result["heatmap"])}
+
+
+def _context(values: dict[str, str], *, fixed_policy: str = "", run: bool = True, with_form: bool = True) -> dict:
+    """Return the template context: form values and choices, and (when `run`) the preview or its errors.
+
+    `with_form=False` (the htmx results fragment) skips what only the form needs, such as the policy names query.
+    """
+    context: dict[str, Any] = {
+        "values": values,
+        "fixed_policy": fixed_policy,
+        "api_versions": API_VERSIONS,
+        "fragmentations": FRAGMENTATIONS,
+        "live_available": live_source_available(),
+        "policy_names": _policy_names() if with_form and not fixed_policy else [],
+        "errors": {},
+        "problems": [],
+        "result": None,
+    }
+    if run:
+        context.update(_run(values))
+    context["synthetic_fields"] = [
+        {
+            "name": name,
+            "label": label,
+            "value": values.get(name, ""),
+            "errors": context["errors"].get(name),
+            "min": SYNTHETIC_BOUNDS.get(name, (0, 0))[0],
+            "max": SYNTHETIC_BOUNDS.get(name, (0, 0))[1],
+        }
+        for name, label in _SYNTHETIC_LABELS.items()
+    ]
+    # The panel of a policy page has no policy picker or manifest box: their error slots do not exist there.
+    shown = [name for name in FORM_FIELDS if not (fixed_policy and name in ("policy", "manifest"))]
+    context["form_errors"] = [(name, context["errors"].get(name)) for name in shown]
+    return context
+
+
+class PreviewPageView(ViewerRequiredMixin, View):
+    """The standalone preview page: GET shows the form, POST previews (full page, or results only via htmx)."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        """Return the page; previews right away when `?policy=NAME` (or any form field) is in the query."""
+        values = form_values(request.GET) if request.GET else form_defaults()
+        return render(request, "preview/page.html", _context(values, run=bool(values["policy"])))
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        """Return the preview of the submitted form: the results fragment for htmx, the whole page otherwise."""
+        values = form_values(request.POST)
+        fixed = request.POST.get("fixedPolicy", "") if values["policy"] == request.POST.get("fixedPolicy") else ""
+        htmx = bool(getattr(request, "htmx", False))
+        context = _context(values, fixed_policy=fixed, with_form=not htmx)
+        if htmx:
+            return render(request, "preview/_results.html", {**context, "oob": True})
+        return render(request, "preview/page.html", context)
+
+
+class PreviewResultsView(ViewerRequiredMixin, View):
+    """The htmx endpoint: POST the form, get the results fragment (with out-of-band field errors)."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        """Return `preview/_results.html` for the submitted form; 200 even for bad input (errors are inline)."""
+        values = form_values(request.POST)
+        fixed = request.POST.get("fixedPolicy", "")
+        context = _context(values, fixed_policy=fixed if fixed == values["policy"] else "", with_form=False)
+        return render(request, "preview/_results.html", {**context, "oob": True})
+
+
+class PreviewPanelView(ViewerRequiredMixin, View):
+    """The panel for a policy page: the form bound to one policy and its first preview."""
+
+    def get(self, request: HttpRequest, name: str) -> HttpResponse:
+        """Return `preview/_panel.html` for policy `name`; 404 when there is no such policy."""
+        try:
+            policy = policy_get(name=name)
+        except PolicyNotFound:
+            raise Http404(f"No policy named '{name}'.")
+        values = form_values(request.GET) if request.GET else form_defaults()
+        values["policy"] = policy.name
+        values["manifest"] = ""
+        return render(request, "preview/_panel.html", _context(values, fixed_policy=policy.name))

@@ -1,0 +1,87 @@
+"""Read operations on runtime policies and their revisions. Querysets come with the joins their callers need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from .choices import POLICY_ORDERINGS
+from .domain.diff import Change, structural_diff, unified_diff
+from .errors import PolicyNotFound, RevisionNotFound
+from .models import PolicyRevision, RuntimePolicy
+
+
+def policy_list(
+    *,
+    search: str = "",
+    framework: str = "",
+    scheduling_mode: str = "",
+    sync_state: str = "",
+    ordering: str = "name",
+) -> QuerySet[RuntimePolicy]:
+    """Return policies matching the filters (empty filter = any), with their creator and last editor joined.
+
+    `search` matches name, framework and scheduling summary (case-insensitive substring). `ordering` is a key of
+    `choices.POLICY_ORDERINGS` (e.g. "name", "-updated_at"). Raises ValueError for an unknown ordering.
+    """
+    if ordering not in POLICY_ORDERINGS:
+        raise ValueError(f"unknown ordering {ordering!r}; use one of {', '.join(POLICY_ORDERINGS)}")
+    queryset = RuntimePolicy.objects.select_related("created_by", "updated_by")
+    if search:
+        queryset = queryset.filter(
+            Q(name__icontains=search) | Q(framework__icontains=search) | Q(scheduling_summary__icontains=search)
+        )
+    if framework:
+        queryset = queryset.filter(framework=framework)
+    if scheduling_mode:
+        queryset = queryset.filter(scheduling_mode=scheduling_mode)
+    if sync_state:
+        queryset = queryset.filter(sync_state=sync_state)
+    return queryset.order_by(*POLICY_ORDERINGS[ordering])
+
+
+def policy_get(*, name: str) -> RuntimePolicy:
+    """Return the policy named `name` with creator and last editor joined. Raises PolicyNotFound."""
+    try:
+        return RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
+    except RuntimePolicy.DoesNotExist:
+        raise PolicyNotFound(name)
+
+
+def policy_frameworks() -> list[str]:
+    """Return the distinct non-empty frameworks in use, sorted (for filter drop-downs)."""
+    return list(
+        RuntimePolicy.objects.exclude(framework="").order_by("framework").values_list("framework", flat=True).distinct()
+    )
+
+
+def revision_list(*, policy: RuntimePolicy) -> QuerySet[PolicyRevision]:
+    """Return the revisions of `policy`, newest first, with their authors joined."""
+    return PolicyRevision.objects.filter(policy=policy).select_related("author").order_by("-number")
+
+
+def revision_get(*, policy: RuntimePolicy, number: int) -> PolicyRevision:
+    """Return revision `number` of `policy`. Raises RevisionNotFound."""
+    try:
+        return PolicyRevision.objects.select_related("author").get(policy=policy, number=number)
+    except PolicyRevision.DoesNotExist:
+        raise RevisionNotFound(policy.name, number)
+
+
+def revision_diff(*, policy: RuntimePolicy, from_number: int, to_number: int) -> tuple[str, list[Change]]:
+    """Return (unified YAML diff text, structural changes) from revision `from_number` to `to_number`.
+
+    Raises RevisionNotFound when either revision does not exist.
+    """
+    manifests: dict[int, Any] = dict(
+        PolicyRevision.objects.filter(policy=policy, number__in=[from_number, to_number]).values_list(
+            "number", "manifest"
+        )
+    )
+    for number in (from_number, to_number):
+        if number not in manifests:
+            raise RevisionNotFound(policy.name, number)
+    before, after = manifests[from_number], manifests[to_number]
+    text = unified_diff(before, after, old_label=f"revision {from_number}", new_label=f"revision {to_number}")
+    return text, structural_diff(before, after)

@@ -1,0 +1,149 @@
+"""Celery tasks for cluster sync: thin interfaces that take ids, call one service, and retry transient failures.
+
+Retry policy: a transient :class:`KubeError` (5xx, 429, timeouts, connection loss, optimistic conflicts) retries
+with exponential backoff and full jitter, capped; a permanent one is recorded on the policy by the service and
+never retried. Tasks are acknowledged late and idempotent, so a redelivered message (worker killed) converges.
+Enqueue them with ``transaction.on_commit`` so the worker never sees uncommitted rows.
+
+Beat schedule (settings.CELERY_BEAT_SCHEDULE) — see ``BEAT_SCHEDULE`` below for the exact entries.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from trainer_portal.kube import KubeError, backoff_delay
+
+logger = logging.getLogger(__name__)
+
+SYNC_MAX_RETRIES = 10
+RETRY_INITIAL_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
+
+BEAT_SCHEDULE = {
+    "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
+    "runtimes-requeue-unfinished": {"task": "runtimes.tasks.runtimes_requeue_unfinished_task", "schedule": 600.0},
+    "cluster-topology-refresh": {"task": "runtimes.tasks.cluster_topology_refresh_task", "schedule": 120.0},
+}
+
+
+def _retry_countdown(retries: int) -> float:
+    return backoff_delay(retries + 1, initial=RETRY_INITIAL_SECONDS, maximum=RETRY_MAX_SECONDS)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=SYNC_MAX_RETRIES, name="runtimes.tasks.runtime_sync_task")
+def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) -> str:
+    """Sync revision ``revision`` of policy ``policy_id`` to the cluster; return the outcome name."""
+    from runtimes.sync import runtime_sync, runtime_sync_give_up
+
+    try:
+        result = runtime_sync(policy_id=policy_id, revision=revision, force=force)
+    except KubeError as exc:
+        if exc.permanent:  # the service records permanent errors itself; this is a bug guard
+            raise
+        if self.request.retries >= self.max_retries:
+            runtime_sync_give_up(policy_id=policy_id, revision=revision, error=exc.message)
+            return "failed"
+        countdown = max(_retry_countdown(self.request.retries), getattr(exc, "retry_after", None) or 0)
+        logger.info("sync of policy %s rev %s: %s; retry in %.1fs", policy_id, revision, exc.message, countdown)
+        raise self.retry(countdown=countdown) from None
+    if result.requeue:
+        _requeue_current(policy_id)
+    return result.outcome
+
+
+def _requeue_current(policy_id: int) -> None:
+    from runtimes.models import RuntimePolicy
+    from runtimes.sync import runtime_sync_request
+
+    policy = RuntimePolicy.objects.filter(pk=policy_id).first()
+    if policy is not None:
+        revision = runtime_sync_request(policy=policy)
+        runtime_sync_task.delay(policy_id, revision)
+
+
+@shared_task(acks_late=True, name="runtimes.tasks.runtimes_bulk_sync_task")
+def runtimes_bulk_sync_task(items: list[list[int]]) -> int:
+    """Fan out one ``runtime_sync_task`` per ``[policy_id, revision]`` pair; return how many were enqueued.
+
+    Re-running it (redelivery) enqueues duplicates, which are harmless: the second run of a pair finds it done.
+    """
+    for policy_id, revision in items:
+        runtime_sync_task.delay(int(policy_id), int(revision))
+    return len(items)
+
+
+@shared_task(acks_late=True, name="runtimes.tasks.runtimes_requeue_unfinished_task")
+def runtimes_requeue_unfinished_task() -> int:
+    """Re-enqueue policies left queued/syncing (lost messages, killed workers); return how many."""
+    from runtimes.sync import policies_unfinished
+
+    items = policies_unfinished()
+    for policy_id, revision in items:
+        runtime_sync_task.delay(policy_id, revision)
+    if items:
+        logger.info("re-enqueued %d unfinished syncs", len(items))
+    return len(items)
+
+
+@shared_task(
+    bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.runtimes_drift_check_task", ignore_result=True
+)
+def runtimes_drift_check_task(self) -> int:
+    """Compare every synced policy with the cluster (beat); return the number of drifted policies."""
+    from runtimes.sync import runtimes_drift_check_all
+
+    try:
+        return len(runtimes_drift_check_all())
+    except KubeError as exc:
+        if exc.permanent or self.request.retries >= self.max_retries:
+            logger.warning("drift check failed: %s", exc.message)
+            return 0
+        raise self.retry(countdown=_retry_countdown(self.request.retries)) from None
+
+
+@shared_task(bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.runtime_drift_check_task")
+def runtime_drift_check_task(self, policy_id: int) -> bool:
+    """Check one policy for drift (on demand); return True when it drifted."""
+    from runtimes.sync import runtime_drift_check
+
+    try:
+        result = runtime_drift_check(policy_id=policy_id)
+    except KubeError as exc:
+        if exc.permanent or self.request.retries >= self.max_retries:
+            return False
+        raise self.retry(countdown=_retry_countdown(self.request.retries)) from None
+    return bool(result and result.drifted)
+
+
+@shared_task(acks_late=True, name="runtimes.tasks.cluster_topology_refresh_task", ignore_result=True)
+def cluster_topology_refresh_task(max_age_seconds: float = 90.0) -> str:
+    """Rebuild the live topology snapshot from a full list when the stored one is older than ``max_age_seconds``.
+
+    The continuous watcher (``manage.py topology_watch``) keeps it fresh between runs; this covers deployments
+    without it. Returns "fresh", "refreshed" or the error message.
+    """
+    from runtimes.topology import snapshot_age_seconds, topology_refresh
+
+    age = snapshot_age_seconds()
+    if age is not None and age < max_age_seconds:
+        return "fresh"
+    try:
+        topology_refresh()
+    except KubeError as exc:
+        return exc.message
+    return "refreshed"
+
+
+@worker_ready.connect(dispatch_uid="runtimes.tasks.requeue_on_worker_ready")
+def _requeue_on_worker_ready(sender=None, **kwargs) -> None:
+    # A worker killed mid-task leaves rows in queued/syncing. Brokers without redelivery (the filesystem broker)
+    # would lose them, and Redis redelivers only after the visibility timeout; re-enqueueing on start is cheap
+    # because a duplicate finds its revision done and does nothing.
+    try:
+        runtimes_requeue_unfinished_task.delay()
+    except Exception:  # never keep a worker from starting
+        logger.exception("could not enqueue the requeue of unfinished syncs")

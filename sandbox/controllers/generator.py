@@ -1,0 +1,198 @@
+"""The demo workload generator: keeps a sandbox cluster busy so the dashboard shows the whole lifecycle.
+
+On start it creates the demo ClusterTrainingRuntimes of `sandbox/demo_runtimes/` that do not exist yet (the three
+upstream examples plus one runtime with `spec.scheduling` per level). Then, every `60 / rate` seconds, it submits
+a TrainJob of a random size against a random existing ClusterTrainingRuntime, with a run time annotation (and,
+for a few, a failure), so jobs queue (Unschedulable gangs), get admitted, run and complete. It never has more
+than `max_active` unfinished generated jobs and deletes the oldest finished ones beyond `keep_finished`.
+
+Configuration (environment, read by `GeneratorConfig.from_env`): SANDBOX_GENERATOR_RATE (jobs per minute,
+default 6), SANDBOX_GENERATOR_MAX_ACTIVE (default 12), SANDBOX_GENERATOR_SEED (default 7),
+SANDBOX_GENERATOR_NAMESPACE (default "default"), SANDBOX_GENERATOR_MIN_SECONDS / _MAX_SECONDS (run time range,
+default 20-180), SANDBOX_GENERATOR_FAILURE_RATIO (default 0.08).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from sandbox.controllers.client import ApiError, Client
+from sandbox.controllers.common import (
+    DURATION_ANNOTATION,
+    FAIL_AFTER_ANNOTATION,
+    GENERATED_LABEL,
+    TRAINER_GROUP_VERSION,
+    condition_is_true,
+    meta,
+    trainjob_path,
+)
+from sandbox.controllers.informer import Informer
+
+log = logging.getLogger("sandbox.controllers.generator")
+
+DEMO_RUNTIMES_DIR = Path(__file__).resolve().parent.parent / "demo_runtimes"
+RUNTIMES_PATH = f"/apis/{TRAINER_GROUP_VERSION}/clustertrainingruntimes"
+
+
+def demo_runtimes() -> list[dict]:
+    """Return the ClusterTrainingRuntime objects of sandbox/demo_runtimes/*.yaml, sorted by file name."""
+    return [yaml.safe_load(path.read_text()) for path in sorted(DEMO_RUNTIMES_DIR.glob("*.yaml"))]
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """Generator knobs; `rate` is TrainJobs per minute."""
+
+    rate: float = 6.0
+    max_active: int = 12
+    keep_finished: int = 20
+    seed: int = 7
+    namespace: str = "default"
+    min_seconds: int = 20
+    max_seconds: int = 180
+    failure_ratio: float = 0.08
+
+    @classmethod
+    def from_env(cls) -> GeneratorConfig:
+        """Return the configuration from SANDBOX_GENERATOR_* variables. Raises ValueError on a non-number."""
+        return cls(
+            rate=_env_number("SANDBOX_GENERATOR_RATE", cls.rate),
+            max_active=int(_env_number("SANDBOX_GENERATOR_MAX_ACTIVE", cls.max_active)),
+            seed=int(_env_number("SANDBOX_GENERATOR_SEED", cls.seed)),
+            min_seconds=int(_env_number("SANDBOX_GENERATOR_MIN_SECONDS", cls.min_seconds)),
+            max_seconds=int(_env_number("SANDBOX_GENERATOR_MAX_SECONDS", cls.max_seconds)),
+            failure_ratio=_env_number("SANDBOX_GENERATOR_FAILURE_RATIO", cls.failure_ratio),
+            namespace=os.environ.get("SANDBOX_GENERATOR_NAMESPACE") or cls.namespace,
+        )
+
+
+def make_trainjob(runtime: dict, index: int, rng: random.Random, config: GeneratorConfig) -> dict:
+    """Return a generated TrainJob for `runtime`: random numNodes (mostly small, sometimes large), run time."""
+    runtime_name = meta(runtime)["name"]
+    has_gpus = "nvidia.com/gpu" in str((runtime.get("spec") or {}).get("template"))
+    num_nodes = rng.choices([1, 2, 4, 8, 16, 24, 32], weights=[10, 14, 14, 10, 5, 3, 2])[0]
+    trainer: dict = {"numNodes": num_nodes}
+    if not has_gpus:
+        gpus = rng.choice(["1", "2", "4", "8"])
+        trainer["resourcesPerNode"] = {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}}
+    duration = rng.randint(config.min_seconds, max(config.min_seconds, config.max_seconds))
+    annotations = {DURATION_ANNOTATION: str(duration)}
+    if rng.random() < config.failure_ratio:
+        annotations[FAIL_AFTER_ANNOTATION] = str(max(1, int(duration * rng.uniform(0.2, 0.8))))
+    short = runtime_name.replace("distributed", "dist").replace(".", "-")[:30].rstrip("-")
+    return {
+        "apiVersion": TRAINER_GROUP_VERSION,
+        "kind": "TrainJob",
+        "metadata": {
+            "name": f"gen-{short}-{index:04d}",
+            "namespace": config.namespace,
+            "labels": {GENERATED_LABEL: "true"},
+            "annotations": annotations,
+        },
+        "spec": {"runtimeRef": {"name": runtime_name}, "trainer": trainer},
+    }
+
+
+class Generator:
+    """Submits generated TrainJobs at a steady rate (daemon thread)."""
+
+    def __init__(self, api_url: str, stop: threading.Event, *, trainjobs: Informer, cluster_runtimes: Informer,
+                 config: GeneratorConfig | None = None):
+        self.client = Client(api_url, user_agent="sandbox-generator")
+        self.stop = stop
+        self.trainjobs, self.cluster_runtimes = trainjobs, cluster_runtimes
+        self.config = config or GeneratorConfig.from_env()
+        self.rng = random.Random(self.config.seed)
+        self.index = 0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the generator thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="controller-generator", daemon=True)
+            self._thread.start()
+
+    def ensure_runtimes(self) -> int:
+        """Create the demo runtimes that do not exist yet; return how many were created."""
+        created = 0
+        for runtime in demo_runtimes():
+            if self.cluster_runtimes.get(meta(runtime)["name"]) is not None:
+                continue
+            try:
+                self.client.create(RUNTIMES_PATH, runtime)
+                created += 1
+            except ApiError as error:
+                if error.status != 409:
+                    log.warning("demo runtime %s not created: %s", meta(runtime)["name"], error)
+        return created
+
+    def tick(self) -> str | None:
+        """Submit one TrainJob if below max_active, prune old finished ones; return the new job's name or None."""
+        generated = [j for j in self.trainjobs.items()
+                     if (meta(j).get("labels") or {}).get(GENERATED_LABEL) == "true"
+                     and meta(j).get("namespace") == self.config.namespace]
+        finished = [j for j in generated if condition_is_true(j, "Complete") or condition_is_true(j, "Failed")]
+        excess = len(finished) - self.config.keep_finished
+        oldest = sorted(finished, key=lambda j: (meta(j).get("creationTimestamp") or "", meta(j)["name"]))
+        for job in oldest[:max(excess, 0)]:
+            try:
+                self.client.delete(trainjob_path(self.config.namespace, meta(job)["name"]))
+            except ApiError as error:
+                log.info("pruning %s failed: %s", meta(job)["name"], error)
+        if len(generated) - len(finished) >= self.config.max_active:
+            return None
+        runtimes = sorted(self.cluster_runtimes.items(), key=lambda r: meta(r)["name"])
+        if not runtimes:
+            return None
+        existing = {meta(j)["name"] for j in self.trainjobs.items()}
+        job = None
+        for _ in range(1000):
+            self.index += 1
+            job = make_trainjob(self.rng.choice(runtimes), self.index, self.rng, self.config)
+            if meta(job)["name"] not in existing:
+                break
+        assert job is not None
+        self.client.create(trainjob_path(self.config.namespace), job)
+        return meta(job)["name"]
+
+    def _run(self) -> None:
+        for informer in (self.trainjobs, self.cluster_runtimes):
+            while not informer.synced.wait(0.5):
+                if self.stop.is_set():
+                    return
+        # Demo runtimes are created once: a user deleting one later should not see it come back.
+        while not self.stop.is_set():
+            try:
+                self.ensure_runtimes()
+                break
+            except Exception:
+                log.exception("creating the demo runtimes failed; retrying")
+                self.stop.wait(2.0)
+        if self.config.rate <= 0:
+            return
+        interval = 60.0 / self.config.rate
+        while not self.stop.is_set():
+            try:
+                name = self.tick()
+                if name:
+                    log.info("generator submitted %s", name)
+            except Exception:
+                log.exception("generator tick failed")
+            self.stop.wait(interval)

@@ -1,0 +1,358 @@
+"""The simulated Kubeflow Trainer TrainJob controller (plus what JobSet and Job would do underneath).
+
+For each TrainJob referencing a (Cluster)TrainingRuntime it expands the runtime with the pure
+`runtimes.domain.expansion` module, then creates, in order, the scheduling Workload, its PodGroups
+(ownerReferences: the TrainJob as controller, plus the Workload) and one Pod per (ReplicatedJob, Job, pod) with
+`spec.schedulingGroup.podGroupName`. It keeps `status.jobsStatus` and the `Suspended`, `Complete` and `Failed`
+conditions up to date.
+
+Decisions:
+- A missing runtime is not terminal: the TrainJob waits (the portal may sync the runtime later), and a Warning
+  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the expansion
+  rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
+- The expansion is computed once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
+- Suspend deletes the pods but keeps the Workload and PodGroups (KEP test plan); resume re-creates the pods.
+- `dependsOn` / startup order is not simulated: all pods are created at once.
+- A failed pod fails the TrainJob (JobSet's default failure policy, no restarts); on Complete or Failed the
+  remaining running pods are deleted, freeing capacity. `successPolicy` (All/Any over target rJobs) is honoured.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from runtimes.domain.expansion import Expansion, ExpansionError, expand
+from sandbox.controllers.client import ApiError, Client
+from sandbox.controllers.common import (
+    JOB_INDEX_LABEL,
+    REPLICATED_JOB_LABEL,
+    TRAINER_GROUP_VERSION,
+    KubeFlavour,
+    condition_is_true,
+    is_terminal,
+    meta,
+    now,
+    owner_uid,
+    pod_path,
+    trainjob_path,
+    with_condition,
+)
+from sandbox.controllers.informer import Informer, Loop, object_key
+from sandbox.controllers.podspec import build_pod, pod_name
+
+log = logging.getLogger("sandbox.controllers.trainer")
+
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+
+
+def _ready(pod: dict) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+def jobs_status(expansion: Expansion, pods: list[dict], suspended: bool) -> list[dict]:
+    """Return TrainJob `status.jobsStatus`: per ReplicatedJob, counts of its Jobs (replicas) by state.
+
+    A Job is succeeded when all its pods Succeeded, failed when one Failed, ready when every pod is Ready or
+    Succeeded, active when it has a pending or running pod (JobSet's replicatedJobsStatus semantics).
+    """
+    by_job: dict[tuple[str, str], list[dict]] = {}
+    for pod in pods:
+        labels = meta(pod).get("labels") or {}
+        by_job.setdefault((labels.get(REPLICATED_JOB_LABEL, ""), labels.get(JOB_INDEX_LABEL, "")), []).append(pod)
+    result = []
+    for pod_set in expansion.pod_sets:
+        counts = {"ready": 0, "active": 0, "succeeded": 0, "failed": 0, "suspended": 0}
+        for job_index in range(pod_set.replicas):
+            job_pods = by_job.get((pod_set.replicated_job, str(job_index)), [])
+            phases = [(p.get("status") or {}).get("phase") for p in job_pods]
+            if suspended and not any(phase in ("Succeeded", "Failed") for phase in phases):
+                counts["suspended"] += 1
+            elif "Failed" in phases:
+                counts["failed"] += 1
+            elif pod_set.pods_per_replica and phases.count("Succeeded") >= pod_set.pods_per_replica:
+                counts["succeeded"] += 1
+            else:
+                if job_pods and sum(1 for p in job_pods if _ready(p) or
+                                    (p.get("status") or {}).get("phase") == "Succeeded") >= pod_set.pods_per_replica:
+                    counts["ready"] += 1
+                if any(not is_terminal(p) for p in job_pods):
+                    counts["active"] += 1
+        result.append({"name": pod_set.replicated_job, **counts})
+    return result
+
+
+def is_complete(runtime: dict, expansion: Expansion, status: list[dict]) -> bool:
+    """Return True when the JobSet success policy is met (default: every Job of every ReplicatedJob succeeded)."""
+    policy = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("successPolicy") or {}
+    targets = set(policy.get("targetReplicatedJobs") or [p.replicated_job for p in expansion.pod_sets])
+    by_name = {s["name"]: s for s in status}
+    relevant = [p for p in expansion.pod_sets if p.replicated_job in targets]
+    if not relevant:
+        return False
+    if policy.get("operator") == "Any":
+        return any(by_name[p.replicated_job]["succeeded"] > 0 for p in relevant)
+    return all(by_name[p.replicated_job]["succeeded"] >= p.replicas for p in relevant)
+
+
+class TrainerController:
+    """Reconciles every TrainJob on each pass (event-driven, plus a periodic resync)."""
+
+    def __init__(self, api_url: str, flavour: KubeFlavour, stop: threading.Event, *, trainjobs: Informer,
+                 cluster_runtimes: Informer, runtimes: Informer, pods: Informer):
+        self.client = Client(api_url, user_agent="sandbox-trainer")
+        self.flavour = flavour
+        self.trainjobs, self.cluster_runtimes, self.runtimes, self.pods = trainjobs, cluster_runtimes, runtimes, pods
+        # TrainJob UID -> (runtime as read when first reconciled, its expansion): computed once, kept.
+        self._plans: dict[str, tuple[dict, Expansion]] = {}
+        self._scheduling_created: set[str] = set()  # TrainJob UIDs whose Workload + PodGroups exist
+        self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
+        self._warned: set[str] = set()
+        self.loop = Loop("trainer", self.sync, stop, resync=5.0, min_interval=0.05,
+                         wait_for=(trainjobs, cluster_runtimes, runtimes, pods))
+        for informer in (trainjobs, cluster_runtimes, runtimes, pods):
+            informer.add_handler(self.loop.poke)
+        trainjobs.add_handler(self._forget)
+
+    def start(self) -> None:
+        """Start the reconcile loop thread."""
+        self.loop.start()
+
+    def _forget(self, _event: str, old: dict | None, new: dict | None) -> None:
+        if new is None and old is not None:
+            uid = meta(old).get("uid", "")
+            self._plans.pop(uid, None)
+            self._scheduling_created.discard(uid)
+            self._warned.discard(uid)
+
+    # -- pass -----------------------------------------------------------------------------------------------------
+
+    def sync(self) -> bool:
+        """Reconcile every TrainJob once; return True when a write failed and a retry is due soon."""
+        pods_by_owner: dict[str, list[dict]] = {}
+        seen = set()
+        for pod in self.pods.items():
+            seen.add(object_key(pod))
+            uid = owner_uid(pod, "TrainJob")
+            if uid:
+                pods_by_owner.setdefault(uid, []).append(pod)
+        self._pending_pods -= seen
+        retry = False
+        for trainjob in self.trainjobs.items():
+            try:
+                self.reconcile(trainjob, pods_by_owner.get(meta(trainjob).get("uid", ""), []))
+            except (ApiError, OSError) as error:
+                log.info("trainjob %s: %s (will retry)", object_key(trainjob), error)
+                retry = True
+        return retry
+
+    def _runtime(self, trainjob: dict) -> tuple[dict | None, str | None]:
+        """Return (runtime object or None, error for an unsupported kind or None)."""
+        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+        kind = ref.get("kind") or "ClusterTrainingRuntime"
+        group = ref.get("apiGroup") or "trainer.kubeflow.org"
+        if kind not in RUNTIME_KINDS or group != "trainer.kubeflow.org":
+            return None, f"unsupported runtime {group}/{kind}; use ClusterTrainingRuntime or TrainingRuntime"
+        name = ref.get("name", "")
+        if kind == "ClusterTrainingRuntime":
+            cached = self.cluster_runtimes.get(name)
+            path = f"/apis/{TRAINER_GROUP_VERSION}/clustertrainingruntimes/{name}"
+        else:
+            namespace = meta(trainjob).get("namespace", "default")
+            cached = self.runtimes.get(f"{namespace}/{name}")
+            path = f"/apis/{TRAINER_GROUP_VERSION}/namespaces/{namespace}/trainingruntimes/{name}"
+        if cached is None:
+            return None, None
+        # The informer may lag (a runtime deleted a moment ago, or a reset): read the authoritative copy once.
+        try:
+            return self.client.get(path), None
+        except ApiError as error:
+            if error.status == 404:
+                return None, None
+            raise
+
+    def reconcile(self, trainjob: dict, pods: list[dict]) -> None:
+        """Bring one TrainJob's children and status in line with its spec. Raises ApiError on write failures."""
+        tj_meta = meta(trainjob)
+        if tj_meta.get("deletionTimestamp"):
+            return
+        uid = tj_meta.get("uid", "")
+        finished = condition_is_true(trainjob, "Complete") or condition_is_true(trainjob, "Failed")
+        if finished:
+            self._delete_running(pods)
+            return
+        plan = self._plans.get(uid)
+        if plan is None:
+            runtime, unsupported = self._runtime(trainjob)
+            if unsupported:
+                self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", unsupported)])
+                return
+            if runtime is None:
+                self._warn_missing_runtime(trainjob)
+                return
+            trainer = (trainjob.get("spec") or {}).get("trainer") or {}
+            try:
+                expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta.get("namespace",
+                                   "default"), trainjob_uid=uid, num_nodes=trainer.get("numNodes"),
+                                   resources_per_node=trainer.get("resourcesPerNode"),
+                                   api_version=self.flavour.scheduling_api_version)
+            except ExpansionError as error:
+                self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", str(error))])
+                return
+            plan = self._plans[uid] = (runtime, expansion)
+        runtime, expansion = plan
+
+        suspended = bool((trainjob.get("spec") or {}).get("suspend"))
+        changes = []
+        if suspended:
+            changes.append(("Suspended", True, "Suspended", "TrainJob is suspended"))
+            self._delete_running(pods)
+        else:
+            if condition_is_true(trainjob, "Suspended"):
+                changes.append(("Suspended", False, "Resumed", "TrainJob is resumed"))
+            wanted = self._missing_pods(trainjob, runtime, expansion, pods)
+            if (uid not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
+                return  # stale cache (deleted, or a reset): creating children now would leave orphans
+            if uid not in self._scheduling_created:
+                self._create_scheduling_objects(trainjob, expansion)
+                self._scheduling_created.add(uid)
+            self._create_pods(wanted)
+
+        status = jobs_status(expansion, pods, suspended)
+        failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+        if failed:
+            names = ", ".join(sorted(meta(p)["name"] for p in failed)[:3])
+            changes.append(("Failed", True, "FailedJobs", f"jobset failed: pod(s) {names} failed"))
+        elif is_complete(runtime, expansion, status):
+            changes.append(("Complete", True, "AllJobsCompleted", "jobset completed successfully"))
+        self._set_conditions(trainjob, changes, jobs=status)
+        if failed or any(c[0] == "Complete" for c in changes):
+            self._delete_running(pods)
+
+    # -- children -------------------------------------------------------------------------------------------------
+
+    def _create_scheduling_objects(self, trainjob: dict, expansion: Expansion) -> None:
+        workload = expansion.workload_manifest()
+        if workload is None:
+            return
+        namespace = meta(trainjob).get("namespace", "default")
+        created = self._create_or_get(self.flavour.collection("workloads", namespace), workload)
+        workload_uid = meta(created).get("uid", "")
+        for group in expansion.podgroup_manifests():
+            if group.get("kind") != "PodGroup":
+                continue  # CompositePodGroups exist only in v1alpha3, which the sandbox does not serve
+            for owner in group["metadata"]["ownerReferences"]:
+                if owner.get("kind") == "Workload":
+                    owner["uid"] = workload_uid
+            self._create_or_get(self.flavour.collection("podgroups", namespace), group)
+
+    def _create_or_get(self, collection: str, obj: dict) -> dict:
+        """Create `obj`; when it already exists return the existing one. Raises ApiError otherwise."""
+        try:
+            return self.client.create(collection, obj)
+        except ApiError as error:
+            if error.reason != "AlreadyExists" and error.status != 409:
+                raise
+            return self.client.get(f"{collection}/{obj['metadata']['name']}")
+
+    def _still_exists(self, trainjob: dict) -> bool:
+        """Return True when the server still has this TrainJob (same UID). Raises ApiError on other errors."""
+        tj_meta = meta(trainjob)
+        try:
+            current = self.client.get(trainjob_path(tj_meta.get("namespace", "default"), tj_meta["name"]))
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return meta(current).get("uid") == tj_meta.get("uid") and not meta(current).get("deletionTimestamp")
+
+    def _missing_pods(self, trainjob: dict, runtime: dict, expansion: Expansion, pods: list[dict]) -> list[dict]:
+        """Return the Pod objects of `trainjob` that neither exist nor were just created."""
+        tj_meta = meta(trainjob)
+        namespace, uid = tj_meta.get("namespace", "default"), tj_meta.get("uid", "")
+        existing = {meta(p)["name"] for p in pods}
+        missing = []
+        for pod_set in expansion.pod_sets:
+            for job_index in range(pod_set.replicas):
+                group = expansion.pod_group_for(pod_set.replicated_job, job_index)
+                for pod_index in range(pod_set.pods_per_replica):
+                    name = pod_name(tj_meta["name"], pod_set.replicated_job, job_index, pod_index, uid)
+                    if name in existing or f"{namespace}/{name}" in self._pending_pods:
+                        continue
+                    missing.append(build_pod(trainjob, runtime, pod_set.replicated_job, job_index, pod_index,
+                                             pod_set.resources_per_pod, group))
+        return missing
+
+    def _create_pods(self, pods: list[dict]) -> None:
+        """Create `pods` (AlreadyExists is fine: names are deterministic). Raises ApiError on other errors."""
+        for pod in pods:
+            namespace = pod["metadata"]["namespace"]
+            try:
+                self.client.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+            except ApiError as error:
+                if error.status != 409:
+                    raise
+            self._pending_pods.add(f"{namespace}/{pod['metadata']['name']}")
+
+    def _delete_running(self, pods: list[dict]) -> None:
+        for pod in pods:
+            if is_terminal(pod) or meta(pod).get("deletionTimestamp"):
+                continue
+            try:
+                self.client.delete(pod_path(meta(pod)["namespace"], meta(pod)["name"]))
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+
+    # -- status ---------------------------------------------------------------------------------------------------
+
+    def _set_conditions(self, trainjob: dict, changes: list[tuple[str, bool, str, str]],
+                        jobs: list[dict] | None = None) -> None:
+        current = trainjob
+        dirty = False
+        for condition_type, status, reason, message in changes:
+            conditions = with_condition(current, condition_type, status, reason, message)
+            if conditions is not None:
+                current = {**current, "status": {**(current.get("status") or {}), "conditions": conditions}}
+                dirty = True
+        patch: dict = {}
+        if dirty:
+            patch["conditions"] = current["status"]["conditions"]
+        if jobs is not None and jobs != (trainjob.get("status") or {}).get("jobsStatus"):
+            patch["jobsStatus"] = jobs
+        if not patch:
+            return
+        tj_meta = meta(trainjob)
+        self.client.patch_status(trainjob_path(tj_meta.get("namespace", "default"), tj_meta["name"]),
+                                 {"status": patch})
+
+    def _warn_missing_runtime(self, trainjob: dict) -> None:
+        tj_meta = meta(trainjob)
+        uid = tj_meta.get("uid", "")
+        if uid in self._warned or not self._still_exists(trainjob):
+            return
+        self._warned.add(uid)
+        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+        namespace = tj_meta.get("namespace", "default")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{tj_meta['name']}.{uid[:8] or 'runtime'}", "namespace": namespace},
+            "involvedObject": {"apiVersion": TRAINER_GROUP_VERSION, "kind": "TrainJob", "name": tj_meta["name"],
+                               "namespace": namespace, "uid": uid},
+            "reason": "TrainingRuntimeNotFound",
+            "message": f"{ref.get('kind') or 'ClusterTrainingRuntime'} {ref.get('name')!r} not found; the TrainJob "
+                       f"waits until it exists",
+            "type": "Warning",
+            "source": {"component": "trainer-controller-manager"},
+            "firstTimestamp": now(),
+            "lastTimestamp": now(),
+            "count": 1,
+        }
+        try:
+            self.client.create(f"/api/v1/namespaces/{namespace}/events", event)
+        except ApiError as error:
+            log.info("event for %s not recorded: %s", object_key(trainjob), error)

@@ -1,0 +1,128 @@
+"""Server-side printing: `meta.k8s.io/v1 Table` responses, which kubectl asks for with `Accept: ...;as=Table`."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from sandbox.resources import ResourceType
+
+_NAME = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.",
+         "priority": 0}
+_AGE = {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp", "priority": 0}
+
+
+def _age(timestamp: str | None) -> str:
+    if not timestamp:
+        return "<unknown>"
+    try:
+        created = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return "<unknown>"
+    seconds = max(0, int((datetime.now(UTC) - created).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size * 2 or (unit == "m" and seconds >= 60):
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _jsonpath(obj: Any, path: str) -> Any:
+    """Returns the value of a simple JSONPath (`.a.b`, `.a[0]`, `.a[-1:].b`) or None."""
+    node = obj
+    for name, index in re.findall(r"\.([A-Za-z0-9_-]+)|\[([-0-9:]+)\]", path):
+        if name:
+            node = node.get(name) if isinstance(node, dict) else None
+        elif isinstance(node, list):
+            if ":" in index:
+                start = int(index.split(":")[0] or 0)
+                node = node[start:][0] if node[start:] else None
+            else:
+                i = int(index)
+                node = node[i] if -len(node) <= i < len(node) else None
+        else:
+            node = None
+        if node is None:
+            return None
+    return node
+
+
+def _pod_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    restarts = sum(int(s.get("restartCount", 0)) for s in statuses)
+    columns = [_NAME, {"name": "Ready", "type": "string", "format": "", "priority": 0},
+               {"name": "Status", "type": "string", "format": "", "priority": 0},
+               {"name": "Restarts", "type": "string", "format": "", "priority": 0}, _AGE,
+               {"name": "IP", "type": "string", "format": "", "priority": 1},
+               {"name": "Node", "type": "string", "format": "", "priority": 1}]
+    phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else status.get("phase", "Pending")
+    cells = [obj["metadata"]["name"], f"{ready}/{len(containers)}", phase, str(restarts),
+             _age(obj["metadata"].get("creationTimestamp")), status.get("podIP") or "<none>",
+             spec.get("nodeName") or "<none>"]
+    return columns, cells
+
+
+def _node_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    conditions = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or []}
+    state = "Ready" if conditions.get("Ready") == "True" else "NotReady"
+    if (obj.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = obj["metadata"].get("labels") or {}
+    roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))) or "<none>"
+    version = ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0},
+               {"name": "Roles", "type": "string", "format": "", "priority": 0}, _AGE,
+               {"name": "Version", "type": "string", "format": "", "priority": 0}]
+    return columns, [obj["metadata"]["name"], state, roles, _age(obj["metadata"].get("creationTimestamp")), version]
+
+
+def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    if rt.key == ("", "pods"):
+        return _pod_cells(obj)
+    if rt.key == ("", "nodes"):
+        return _node_cells(obj)
+    meta = obj["metadata"]
+    if rt.key == ("", "namespaces"):
+        columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0}, _AGE]
+        return columns, [meta["name"], (obj.get("status") or {}).get("phase", ""), _age(meta.get("creationTimestamp"))]
+    columns, cells = [_NAME], [meta["name"]]
+    for col in rt.printer_columns:
+        columns.append({"name": col["name"], "type": col.get("type", "string"), "format": col.get("format", ""),
+                        "description": col.get("description", ""), "priority": col.get("priority", 0)})
+        value = _jsonpath(obj, col["jsonPath"])
+        if col.get("type") == "date" or col["jsonPath"] == ".metadata.creationTimestamp":
+            value = _age(value) if value else "<unknown>"
+        cells.append(value if value is not None else None)
+    if not rt.printer_columns:
+        columns.append(_AGE)
+        cells.append(_age(meta.get("creationTimestamp")))
+    return columns, cells
+
+
+def _row_object(obj: dict[str, Any], include: str) -> dict[str, Any] | None:
+    if include == "None":
+        return None
+    if include == "Object":
+        return obj
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+
+
+def table(rt: ResourceType, objects: list[dict[str, Any]], list_meta: dict[str, Any], include: str = "Metadata",
+          with_headers: bool = True) -> dict[str, Any]:
+    """Returns a meta.k8s.io/v1 Table of the objects (rows carry PartialObjectMetadata by default)."""
+    columns: list[dict[str, Any]] = _cells(rt, {"metadata": {"name": ""}})[0]
+    rows = []
+    for obj in objects:
+        columns, cells = _cells(rt, obj)
+        rows.append({"cells": cells, "object": _row_object(obj, include)})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+            "columnDefinitions": columns if with_headers else [], "rows": rows}
+
+
+def wants_table(accept: str) -> bool:
+    """Returns True when the Accept header prefers a Table (kubectl's server-side printing)."""
+    first = accept.split(",")[0] if accept else ""
+    return "as=Table" in first

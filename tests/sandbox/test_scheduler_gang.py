@@ -1,0 +1,133 @@
+"""The gang scheduler end to end through a running demo sandbox (64 nodes: 2 zones, 2 cordoned, 1 NotReady,
+1 tainted, all in zone-b)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox.testing import SandboxProcess
+from tests.sandbox.controllers_support import (
+    Cluster,
+    condition,
+    demo_runtime,
+    is_true,
+    simulated_cluster,
+    trainjob,
+)
+
+SCHEDULED = "PodGroupInitiallyScheduled"
+NEAR_MISS = ('60/64 nodes are available: topology "topology.kubernetes.io/zone": no domain fits 64 pods '
+             '(best zone "zone-a" fits 63); 2 nodes are cordoned, 1 not ready, 1 has an untolerated taint')
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SandboxProcess]:
+    with simulated_cluster() as process:
+        yield process
+
+
+@pytest.fixture
+def cluster(sim: SandboxProcess) -> Iterator[Cluster]:
+    sim.clear_faults()
+    sim.reset()
+    yield Cluster(sim)
+
+
+def _group_of(cluster: Cluster, trainjob_name: str) -> dict | None:
+    return next((g for g in cluster.pod_groups() if g["metadata"]["name"].startswith(f"{trainjob_name}-")), None)
+
+
+def _labels_of_pods(cluster: Cluster, trainjob_name: str, key: str) -> set[str]:
+    nodes = cluster.nodes()
+    return {nodes[p["spec"]["nodeName"]]["metadata"]["labels"][key] for p in cluster.pods(trainjob_name)}
+
+
+@pytest.mark.parametrize("free_capacity_by", ["deleting the other trainjob", "the other pod completing"])
+def test_it_keeps_a_63_of_64_zone_gang_queued_then_admits_it_when_capacity_frees(cluster: Cluster, free_capacity_by):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("blocker", "torch-gang-zone", num_nodes=1, gpus="4"))
+    cluster.wait(lambda: is_true(_group_of(cluster, "blocker"), SCHEDULED))
+    (blocker_pod,) = cluster.pods("blocker")
+    assert blocker_pod["spec"]["nodeName"] == "gpu-a1-r1-n1"
+
+    cluster.submit(trainjob("big", "torch-gang-zone", num_nodes=64, gpus="4"))
+    queued = cluster.wait(lambda: (g := _group_of(cluster, "big")) and condition(g, SCHEDULED) and g)
+    assert condition(queued, SCHEDULED)["status"] == "False"
+    assert condition(queued, SCHEDULED)["reason"] == "Unschedulable"
+    assert condition(queued, SCHEDULED)["message"] == NEAR_MISS
+    pods = cluster.pods("big")
+    assert len(pods) == 64 and not any(p["spec"].get("nodeName") for p in pods)
+
+    if free_capacity_by == "deleting the other trainjob":
+        cluster.delete_trainjob("blocker")
+    else:
+        cluster.client.merge_patch(f"/api/v1/namespaces/default/pods/{blocker_pod['metadata']['name']}/status",
+                                   {"status": {"phase": "Succeeded"}})
+    admitted = cluster.wait(lambda: (g := _group_of(cluster, "big")) and is_true(g, SCHEDULED) and g)
+    assert condition(admitted, SCHEDULED)["message"] == 'placed 64 pods in zone "zone-a"'
+    assert all(p["spec"].get("nodeName") for p in cluster.pods("big"))
+    assert _labels_of_pods(cluster, "big", "topology.kubernetes.io/zone") == {"zone-a"}
+
+
+def test_it_does_not_rewrite_an_unchanged_unschedulable_condition(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("huge", "torch-gang-zone", num_nodes=40))
+    queued = cluster.wait(lambda: (g := _group_of(cluster, "huge")) and condition(g, SCHEDULED) and g)
+    version = queued["metadata"]["resourceVersion"]
+    # An ungrouped pod makes the scheduler run more passes; once it is bound, those passes have happened.
+    cluster.client.create("/api/v1/namespaces/default/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    cluster.wait(lambda: any(p["spec"].get("nodeName") for p in cluster.pods() if p["metadata"]["name"] == "probe"))
+    assert _group_of(cluster, "huge")["metadata"]["resourceVersion"] == version
+
+
+def test_it_keeps_every_pod_of_a_rack_gang_on_one_rack(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_rack.yaml"))
+    for index in range(3):
+        cluster.submit(trainjob(f"rack-{index}", "torch-gang-rack", num_nodes=4))
+    for index in range(3):
+        cluster.wait(lambda i=index: is_true(_group_of(cluster, f"rack-{i}"), SCHEDULED))
+    racks = [_labels_of_pods(cluster, f"rack-{i}", "topology.kubernetes.io/rack") for i in range(3)]
+    assert all(len(r) == 1 for r in racks)
+    assert len(set.union(*racks)) == 3  # each rack (4 nodes x 8 GPUs) is full after one job
+
+    cluster.submit(trainjob("too-wide", "torch-gang-rack", num_nodes=5))
+    refused = cluster.wait(lambda: (g := _group_of(cluster, "too-wide")) and condition(g, SCHEDULED) and g)
+    assert re.search(r'no domain fits 5 pods \(best rack "rack-[ab]\d-r\d" fits 4\)',
+                     condition(refused, SCHEDULED)["message"])
+
+
+def test_it_retries_when_a_node_is_uncordoned(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_distributed.yaml"))
+    runtime = demo_runtime("torch_gang_zone.yaml")
+    runtime["metadata"]["name"] = "torch-gang"
+    del runtime["spec"]["scheduling"]["schedulingConstraints"]
+    cluster.create_runtime(runtime)
+    cluster.submit(trainjob("all-in", "torch-gang", num_nodes=61))
+    queued = cluster.wait(lambda: (g := _group_of(cluster, "all-in")) and condition(g, SCHEDULED) and g)
+    assert condition(queued, SCHEDULED)["message"] == (
+        "60/64 nodes are available: the cluster fits 60 of 61 pods; 2 nodes are cordoned, 1 not ready, "
+        "1 has an untolerated taint")
+    cluster.client.merge_patch("/api/v1/nodes/gpu-b1-r1-n1", {"spec": {"unschedulable": False}})
+    cluster.wait(lambda: is_true(_group_of(cluster, "all-in"), SCHEDULED))
+    assert len({p["spec"]["nodeName"] for p in cluster.pods("all-in")}) == 61
+
+
+def test_it_admits_gangs_in_fifo_order_when_both_wait_for_the_same_capacity(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("zulu", "torch-gang-zone", num_nodes=20, suspend=True))
+    cluster.submit(trainjob("alpha", "torch-gang-zone", num_nodes=20, suspend=True))
+    cluster.submit(trainjob("hog", "torch-gang-zone", num_nodes=32))
+    cluster.wait(lambda: is_true(_group_of(cluster, "hog"), SCHEDULED))
+    for name in ("zulu", "alpha"):
+        cluster.client.merge_patch(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/{name}",
+                                   {"spec": {"suspend": False}})
+    cluster.wait(lambda: all(condition(_group_of(cluster, n), SCHEDULED) for n in ("zulu", "alpha")))
+    # zone-b has 28 usable nodes: room for exactly one of the two 20-node gangs; FIFO gives it to "zulu",
+    # resumed first although its name sorts last.
+    assert is_true(_group_of(cluster, "zulu"), SCHEDULED)
+    assert condition(_group_of(cluster, "alpha"), SCHEDULED)["reason"] == "Unschedulable"

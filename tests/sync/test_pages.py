@@ -1,0 +1,125 @@
+"""HTML pages under /cluster/: status, impact, drift side by side, bulk progress, adoption, deletion, roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtimes import sync
+from runtimes.choices import SyncState
+from runtimes.models import RuntimePolicy
+from trainer_portal import kube
+from trainer_portal.kube.config import KubeSettings
+
+from .conftest import runtime_manifest
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.sync.urls")]
+
+
+def test_the_cluster_page_shows_status_apis_probe_and_permissions(cluster, client, bob):
+    client.force_login(bob)
+    response = client.get("/cluster/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "reachable" in page and "v1.37.0-sandbox" in page
+    assert "trainer.kubeflow.org/v1alpha1" in page and "scheduling.k8s.io/v1alpha3" in page
+    assert "spec.scheduling" in page
+    assert "clustertrainingruntimes.trainer.kubeflow.org" in page
+    assert "Apply all policies" not in page  # viewers get no write buttons
+
+
+def test_the_cluster_page_explains_an_unreachable_cluster(settings, tmp_path, client, bob):
+    settings.KUBE_CONFIG_PATH = str(tmp_path / "absent")
+    client.force_login(bob)
+    page = client.get("/cluster/").content.decode()
+    assert "unreachable" in page
+    assert "TRAINER_PORTAL_KUBECONFIG" in page
+
+
+def test_no_role_gets_403(client, charlie):
+    client.force_login(charlie)
+    assert client.get("/cluster/").status_code == 403
+
+
+def test_bulk_apply_redirects_to_live_progress(cluster, client, alice, make_policy, eager_celery,
+                                               django_capture_on_commit_callbacks):
+    make_policy("page-a")
+    make_policy("page-b")
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/cluster/sync/")
+    assert response.status_code == 302
+    progress = client.get(response["Location"])
+    assert "2 of 2" in progress.content.decode()
+    partial = client.get(response["Location"], headers={"HX-Request": "true"})
+    assert 'id="sync-progress"' in partial.content.decode()
+    assert "<html" not in partial.content.decode()
+
+
+def test_a_viewer_cannot_bulk_apply(client, bob, make_policy):
+    make_policy("page-ro")
+    client.force_login(bob)
+    assert client.post("/cluster/sync/").status_code == 403
+
+
+def test_the_impact_page_and_apply_button(cluster, client, alice, make_policy, eager_celery,
+                                          django_capture_on_commit_callbacks):
+    make_policy("page-impact")
+    client.force_login(alice)
+    page = client.get("/cluster/runtimes/page-impact/impact/").content.decode()
+    assert "only affect TrainJobs created after" in page
+    assert "Apply to cluster" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/cluster/runtimes/page-impact/sync/")
+    assert RuntimePolicy.objects.get(name="page-impact").sync_state == SyncState.SYNCED
+
+
+def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alice, make_policy):
+    policy = make_policy("page-drift")
+    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    other.apply(ctr, body=runtime_manifest("page-drift", num_nodes=6), force=True)
+    client.force_login(alice)
+
+    page = client.get("/cluster/runtimes/page-drift/drift/").content.decode()
+
+    assert "Portal (applied revision)" in page and "Cluster (live)" in page
+    assert "kubectl-edit" in page
+    assert "Re-apply ours (force)" in page and "Adopt live as new revision" in page
+    client.post("/cluster/runtimes/page-drift/drift/", {"action": "adopt"})
+    row = RuntimePolicy.objects.get(pk=policy.pk)
+    assert (row.sync_state, row.version) == (SyncState.SYNCED, 2)
+
+
+def test_the_sync_panel_lists_server_errors_by_field(client, bob, make_policy):
+    policy = make_policy("page-err")
+    RuntimePolicy.objects.filter(pk=policy.pk).update(
+        sync_state=SyncState.FAILED, last_sync_error="is invalid",
+        sync_error_fields=[{"path": "spec.mlPolicy.numNodes", "message": "must be an integer", "reason": "Invalid"}],
+    )
+    client.force_login(bob)
+    page = client.get("/cluster/runtimes/page-err/panel/").content.decode()
+    assert "spec.mlPolicy.numNodes" in page and "must be an integer" in page
+
+
+def test_deleting_from_the_cluster_warns_about_trainjobs(cluster, gateway, ctr, client, alice, make_policy):
+    policy = make_policy("page-del")
+    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    gateway.create(gateway.resolve(kube.TRAINJOB), body={
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "uses-it", "namespace": "default"}, "spec": {"runtimeRef": {"name": "page-del"}},
+    })
+    client.force_login(alice)
+    page = client.get("/cluster/runtimes/page-del/delete/").content.decode()
+    assert "1 TrainJob reference" in page and "default/uses-it" in page
+    client.post("/cluster/runtimes/page-del/delete/")
+    assert gateway.get(ctr, name="page-del") is None
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.DRAFT
+
+
+def test_adopt_page(cluster, ctr, client, alice):
+    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
+    other.apply(ctr, body=runtime_manifest("page-live"))
+    client.force_login(alice)
+    page = client.post("/cluster/adopt/").content.decode()
+    assert "page-live" in page
+    assert RuntimePolicy.objects.filter(name="page-live").exists()

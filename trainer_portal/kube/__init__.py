@@ -1,0 +1,91 @@
+"""The cluster gateway: the only package that talks to Kubernetes (and the only importer of ``kubernetes``).
+
+Public interface::
+
+    from trainer_portal import kube
+
+    gw = kube.get_gateway()                      # lazy, cached per process; KubeNotConfigured if no config
+    ctr = gw.resolve(kube.CLUSTER_TRAINING_RUNTIME)   # version decided by discovery
+    gw.apply(ctr, body=manifest, dry_run=True)   # server-side apply, field manager "trainer-portal"
+    gw.get(ctr, name="torch")                    # dict or None
+    gw.list(kube.CORE_NODE)                      # ObjectList(items, resource_version)
+    kube.Watcher(...)                            # list-then-watch with resume / relist on 410
+
+Errors are :class:`KubeError` subclasses with a ``permanent`` flag (see ``errors.py``).
+"""
+
+from .client import AccessReview, Gateway, ObjectList, WatchEvent, build_gateway, get_gateway, reset_gateway
+from .config import KubeSettings, load_settings
+from .errors import (
+    KubeCause,
+    KubeConflict,
+    KubeError,
+    KubeExpired,
+    KubeForbidden,
+    KubeInvalid,
+    KubeNotConfigured,
+    KubeNotFound,
+    KubeUnavailable,
+)
+from .resources import (
+    CLUSTER_TRAINING_RUNTIME,
+    CORE_NAMESPACE,
+    CORE_NODE,
+    CORE_POD,
+    CRD,
+    NODE,
+    POD,
+    PODGROUP,
+    SCHEDULING_GROUP,
+    SCHEDULING_VERSIONS,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    TRAINJOB,
+    WORKER_PERMISSIONS,
+    WORKLOAD,
+    Resource,
+    ResourceKind,
+)
+from .watch import Relist, Watcher, WatchStats, backoff_delay
+
+__all__ = [
+    "CLUSTER_TRAINING_RUNTIME",
+    "CORE_NAMESPACE",
+    "CORE_NODE",
+    "CORE_POD",
+    "CRD",
+    "NODE",
+    "POD",
+    "PODGROUP",
+    "SCHEDULING_GROUP",
+    "SCHEDULING_VERSIONS",
+    "TRAINER_GROUP",
+    "TRAINER_VERSION",
+    "TRAINJOB",
+    "WORKER_PERMISSIONS",
+    "WORKLOAD",
+    "AccessReview",
+    "Gateway",
+    "KubeCause",
+    "KubeConflict",
+    "KubeError",
+    "KubeExpired",
+    "KubeForbidden",
+    "KubeInvalid",
+    "KubeNotConfigured",
+    "KubeNotFound",
+    "KubeSettings",
+    "KubeUnavailable",
+    "ObjectList",
+    "Relist",
+    "Resource",
+    "ResourceKind",
+    "WatchEvent",
+    "WatchStats",
+    "Watcher",
+    "backoff_delay",
+    "build_gateway",
+    "get_gateway",
+    "load_settings",
+    "reset_gateway",
+]
