@@ -22,7 +22,6 @@ from .choices import SyncState
 from .cluster import cluster_status
 from .errors import PolicyError
 from .models import RuntimePolicy
-from .tasks import runtime_sync_task, runtimes_bulk_sync_task
 from .topology import live_snapshot, snapshot_age_seconds
 
 
@@ -34,7 +33,7 @@ def _policy_or_404(name: str) -> RuntimePolicy:
 
 
 def _enqueue_sync(policy: RuntimePolicy, revision: int, *, force: bool = False) -> None:
-    transaction.on_commit(lambda: runtime_sync_task.delay(policy.pk, revision, force))
+    sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
 
 
 class ClusterPageView(ViewerRequiredMixin, View):
@@ -68,8 +67,7 @@ class BulkSyncView(PlatformAdminRequiredMixin, View):
             with transaction.atomic():
                 items = sync.runtimes_sync_request(names=names)
                 job = sync.sync_job_create(items=items, actor=request.user)
-                payload = [[policy_id, revision] for policy_id, revision in items]
-                transaction.on_commit(lambda: runtimes_bulk_sync_task.delay(payload))
+                sync.enqueue_bulk_on_commit(items=items)
         except PolicyError as exc:
             messages.error(request, exc.message)
             return redirect("cluster:page")

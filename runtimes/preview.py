@@ -30,8 +30,9 @@ from runtimes.domain.policy import ValidationOptions, validate_runtime
 from runtimes.selectors import policy_get
 
 MAX_NUM_NODES = 100_000
-# A 50,000-node snapshot takes ~2 MB; eight parameter sets keep a user's back-and-forth typing warm.
-SNAPSHOT_CACHE_SIZE = 8
+# A 50,000-node synthetic snapshot with its heat-map summary retains ~12 MB (measured with tracemalloc); four
+# parameter sets keep a user's back-and-forth typing warm without letting one process grow past ~50 MB.
+SNAPSHOT_CACHE_SIZE = 4
 MAX_SYNTHETIC_NODES = 100_000
 API_V1BETA1 = "scheduling.k8s.io/v1beta1"
 API_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
@@ -55,6 +56,13 @@ CAVEAT = (
     "The preview ignores inter-pod affinity, DRA claims, volume topology and scheduler plugins; "
     "real admission can differ (other admissions may race it, or a pod can fail after nomination)."
 )
+# Per-node requests beyond these are typos (a node with 1 Pi of memory does not exist); refusing them also keeps
+# every amount well inside the int64 arithmetic of the placement engine.
+_RESOURCE_LIMITS: dict[str, tuple[int, str]] = {
+    "nvidia.com/gpu": (4096, "4096"),
+    "cpu": (1_000_000, "1000000"),
+    "memory": (2**50, "1Pi"),
+}
 # Synthetic parameter bounds: wide enough for any real cluster shape, narrow enough to refuse a typo such as
 # 1,000,000 racks per block that would allocate gigabytes.
 SYNTHETIC_BOUNDS: dict[str, tuple[int, int]] = {
@@ -150,7 +158,8 @@ def _integer(value: object, path: str, low: int, high: int, errors: list[dict[st
         errors.append({"path": path, "message": f"must be a whole number from {low:,} to {high:,}; got {shown}"})
         return None
     if not low <= number <= high:
-        errors.append({"path": path, "message": f"must be from {low:,} to {high:,}; got {number:,}"})
+        shown = f"{number:,}" if abs(number) < 10**15 else f"a number of {len(str(abs(number)))} digits"
+        errors.append({"path": path, "message": f"must be from {low:,} to {high:,}; got {shown}"})
         return None
     return number
 
@@ -169,7 +178,6 @@ def _boolean(value: object, path: str, errors: list[dict[str, str]]) -> bool:
 
 def _resources(value: object, errors: list[dict[str, str]]) -> tuple[tuple[str, str], ...]:
     """Return resourcesPerNode as sorted (name, quantity) pairs; malformed quantities append problems."""
-
     if value is None:
         value = dict(DEFAULT_RESOURCES)
     if not isinstance(value, Mapping):
@@ -188,9 +196,13 @@ def _resources(value: object, errors: list[dict[str, str]]) -> tuple[tuple[str, 
         if quantity is None or (isinstance(quantity, str) and not quantity.strip()):
             continue  # an empty form field means "this resource is not requested"
         try:
-            parse_resource(name, quantity, field=path)
+            amount = parse_resource(name, quantity, field=path)
         except QuantityError as error:
             errors.append({"path": path, "message": error.message})
+            continue
+        limit, shown = _RESOURCE_LIMITS.get(name, _RESOURCE_LIMITS["memory" if "/" not in name else GPU])
+        if amount > limit:
+            errors.append({"path": path, "message": f"{quantity!r} is more than any node offers; use at most {shown}"})
             continue
         pairs.append((name, str(quantity).strip()))
     return tuple(sorted(pairs))
@@ -246,7 +258,6 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | Non
     ({source: synthetic|live, zones, blocksPerZone, racksPerBlock, nodesPerRack, gpusPerNode, fragmentation F0–F5,
     seed}). Raises PreviewInputError listing every problem, each with the field path.
     """
-
     if not isinstance(data, Mapping):
         raise PreviewInputError([{"path": "", "message": "the request body must be a JSON object"}])
     errors: list[dict[str, str]] = []
@@ -327,7 +338,6 @@ def _synthetic_source(topology: SyntheticTopology, block_key: str, need: int, po
     (the best zone is one pod short of `need`); callers pass 0 for the other patterns so that every request shape
     shares the cached cluster.
     """
-
     blocks = topology.zones * topology.blocks_per_zone
     snapshot = synthetic_cluster(
         keys=TopologyKeys(block=block_key),
@@ -380,7 +390,6 @@ def _live_source() -> _Source:
 
 def _manifest_object(manifest: object) -> dict:
     """Return the unsaved runtime `manifest` (an object, or YAML/JSON text) as a dict; raises PreviewInputError."""
-
     if manifest is None or (isinstance(manifest, str) and not manifest.strip()):
         raise PreviewInputError([{"path": "manifest", "message": "send the ClusterTrainingRuntime to preview, as an "
                                                                  "object or as YAML/JSON text"}])
@@ -402,7 +411,6 @@ def _raise_manifest_error(error: Any) -> dict:
 
 def _validation_warnings(manifest: dict, request: PreviewRequest) -> list[str]:
     """Return the validator's warnings for an unsaved manifest; raises PreviewInputError for its errors."""
-
     report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
     if report.errors:
         raise PreviewInputError([
@@ -425,7 +433,6 @@ def _request_path(path: str) -> str:
 
 def _expand(manifest: dict, request: PreviewRequest) -> Expansion:
     """Return the Expansion of `manifest` for `request`; raises PreviewInputError naming the field."""
-
     try:
         return expand(
             manifest,
@@ -443,7 +450,6 @@ def _expand(manifest: dict, request: PreviewRequest) -> Expansion:
 
 def _yaml(expansion: Expansion) -> tuple[dict, str]:
     """Return ({workload, podGroups} manifests, the same as one multi-document YAML string)."""
-
     workload = expansion.workload_manifest()
     groups = expansion.podgroup_manifests()
     documents = [doc for doc in [workload, *groups] if doc is not None]
@@ -456,7 +462,6 @@ def _yaml(expansion: Expansion) -> tuple[dict, str]:
 
 def _main_request(expansion: Expansion) -> PlacementRequest | None:
     """Return the placement request that dominates the TrainJob (gang first, then most GPUs), or None."""
-
     try:
         requests = requests_from_expansion(expansion)
     except (PlacementInputError, QuantityError):
@@ -471,7 +476,6 @@ def _main_request(expansion: Expansion) -> PlacementRequest | None:
 
 def _source(request: PreviewRequest, expansion: Expansion) -> _Source:
     """Return the snapshot source for `request`; the F5 pattern is shaped by the TrainJob's main gang."""
-
     if request.source == SOURCE_LIVE:
         return _live_source()
     need = pod_gpus = 0
@@ -510,7 +514,6 @@ def _topology_key_paths(manifest: dict, key: str) -> list[str]:
 
 def _check_topology_keys(expansion: Expansion, keys: TopologyKeys, manifest: dict) -> None:
     """Raise PreviewInputError for a topology key that is none of the cluster's zone/block/rack/host keys."""
-
     errors = []
     for key in dict.fromkeys(g.topology_key for g in expansion.pod_groups if g.topology_key):
         try:
@@ -686,6 +689,58 @@ def _span(placement: dict, composite: bool) -> list[dict]:
     return [{"label": name if values[name] != 1 else name[:-1], "value": values[name]} for name in values]
 
 
+def _pair_fraction(counts: list[int]) -> float:
+    """Return Σ n(n−1) / (N(N−1)): the share of pod pairs that share a domain (1.0 for a single pod)."""
+    total = sum(counts)
+    if total < 2:
+        return 1.0
+    return sum(n * (n - 1) for n in counts) / (total * (total - 1))
+
+
+def _quality(placement: dict) -> list[dict]:
+    """Return locality metrics (placement.md §8) per placed PodGroup of two or more pods.
+
+    Each item: group, pods, lca (lowest level all pods share: node, rack, block, zone or cluster), racksUsed,
+    sameRackPairs / sameBlockPairs (share of pod pairs in one rack / block, an all-to-all locality proxy) and
+    rackBalance (fewest / most pods over the racks used).
+    """
+    items = []
+    for group in placement["groups"]:
+        if group["kind"] != "PodGroup" or group["placed"] < 2:
+            continue
+        racks = group["racks"]
+        per_rack = [rack["pods"] for rack in racks]
+        per_block: dict[tuple[str, str], int] = {}
+        for rack in racks:
+            per_block[(rack["zone"], rack["block"])] = per_block.get((rack["zone"], rack["block"]), 0) + rack["pods"]
+        span = group["span"]
+        lca = next((level for level, key in (("node", "nodes"), ("rack", "racks"), ("block", "blocks"),
+                                             ("zone", "zones")) if span[key] == 1), "cluster")
+        items.append({
+            "group": group["name"],
+            "pods": group["placed"],
+            "lca": lca,
+            "racksUsed": len(racks),
+            "sameRackPairs": round(_pair_fraction(per_rack), 4),
+            "sameBlockPairs": round(_pair_fraction(list(per_block.values())), 4),
+            "rackBalance": round(min(per_rack) / max(per_rack), 4) if per_rack else 1.0,
+        })
+    return items
+
+
+def _quality_items(quality: list[dict]) -> list[dict]:
+    """Return the locality of the largest placed group as [{label, value}] for the page."""
+    if not quality:
+        return []
+    best = max(quality, key=lambda item: item["pods"])
+    return [
+        {"label": "all pods share one", "value": best["lca"]},
+        {"label": "pod pairs in the same rack", "value": f"{best['sameRackPairs']:.0%}"},
+        {"label": "pod pairs in the same block", "value": f"{best['sameBlockPairs']:.0%}"},
+        {"label": "rack balance (fewest / most pods per rack)", "value": f"{best['rackBalance']:.0%}"},
+    ]
+
+
 def _fragmentation_items(placement: dict) -> list[dict]:
     """Return what the placement leaves behind as [{label, value}] (before → after), for the page."""
     before = placement["fragmentation"]["before"]
@@ -715,7 +770,6 @@ def preview_policy(*, name: str, request: PreviewRequest, snapshot: ClusterSnaps
     holds one. Raises PolicyNotFound when there is no such policy, PreviewInputError when the request cannot be
     previewed.
     """
-
     policy = policy_get(name=name)
     return _preview(policy.manifest, request, policy_name=policy.name, saved=True, warnings=[], snapshot=snapshot)
 
@@ -747,6 +801,10 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         result = place(expansion, source.snapshot)
     except PlacementInputError as error:
         raise PreviewInputError([{"path": "manifest.spec.scheduling", "message": str(error)}])
+    except OverflowError:
+        # Only absurd amounts get here (requests of the runtime's own containers, e.g. memory: 1e30).
+        raise PreviewInputError([{"path": "manifest.spec.template", "message": "a container requests more of a "
+                                  "resource than any node could offer; lower its resources.requests/limits"}])
     placement = result.to_dict()
     manifests, yaml_text = _yaml(expansion)
     by_name = {g["name"]: g for g in placement["groups"]}
@@ -768,6 +826,7 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "keys": source.summary["keys"],
         "ageSeconds": source.age_seconds,
     }
+    quality = _quality(placement)
     return {
         "request": request.echo(),
         "policy": {"name": policy_name, "saved": saved},
@@ -778,6 +837,8 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "verdict": _verdict(placement),
         "span": _span(placement, expansion.composite),
         "fragmentation": _fragmentation_items(placement),
+        "quality": quality,
+        "locality": _quality_items(quality),
         "placement": placement,
         "heatmap": _heatmap(source.heat, placement, expansion.composite),
         "topology": topology,

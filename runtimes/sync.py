@@ -221,6 +221,35 @@ def policies_unfinished() -> list[tuple[int, int]]:
     )
 
 
+# --------------------------------------------------------------------------------------------------- enqueueing
+
+
+SYNC_TASK = "runtimes.tasks.runtime_sync_task"
+BULK_SYNC_TASK = "runtimes.tasks.runtimes_bulk_sync_task"
+
+
+def _task(name: str):
+    # Looked up by name in Celery's registry: interfaces (API views) may not import runtimes.tasks directly
+    # (import-linter layers), and a registry lookup still honours task_always_eager, unlike send_task().
+    from celery import current_app
+
+    if name not in current_app.tasks:
+        # Web processes never start a worker, so Celery's lazy autodiscovery has not imported the tasks yet.
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name]
+
+
+def enqueue_sync_on_commit(*, policy_id: int, revision: int, force: bool = False) -> None:
+    """Enqueue ``runtime_sync_task(policy_id, revision, force)`` once the current transaction commits."""
+    transaction.on_commit(lambda: _task(SYNC_TASK).delay(policy_id, revision, force))
+
+
+def enqueue_bulk_on_commit(*, items: list[tuple[int, int]]) -> None:
+    """Enqueue one fan-out task for ``items`` (policy id, revision) once the current transaction commits."""
+    payload = [[policy_id, revision] for policy_id, revision in items]
+    transaction.on_commit(lambda: _task(BULK_SYNC_TASK).delay(payload))
+
+
 # --------------------------------------------------------------------------------------------------- the sync
 
 

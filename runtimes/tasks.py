@@ -22,6 +22,9 @@ logger = logging.getLogger(__name__)
 SYNC_MAX_RETRIES = 10
 RETRY_INITIAL_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
+# Policies per task in a bulk apply: large enough to amortise the per-task cost (broker round trip, DB
+# connection), small enough that both pool processes stay busy and a redelivered chunk redoes little.
+BULK_CHUNK_SIZE = 10
 
 BEAT_SCHEDULE = {
     "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
@@ -67,13 +70,40 @@ def _requeue_current(policy_id: int) -> None:
 
 @shared_task(acks_late=True, name="runtimes.tasks.runtimes_bulk_sync_task")
 def runtimes_bulk_sync_task(items: list[list[int]]) -> int:
-    """Fan out one ``runtime_sync_task`` per ``[policy_id, revision]`` pair; return how many were enqueued.
+    """Fan ``[policy_id, revision]`` pairs out in chunks of ``BULK_CHUNK_SIZE``; return the number of chunks.
 
     Re-running it (redelivery) enqueues duplicates, which are harmless: the second run of a pair finds it done.
     """
+    chunks = [items[start : start + BULK_CHUNK_SIZE] for start in range(0, len(items), BULK_CHUNK_SIZE)]
+    for chunk in chunks:
+        runtimes_sync_chunk_task.delay(chunk)
+    return len(chunks)
+
+
+@shared_task(acks_late=True, name="runtimes.tasks.runtimes_sync_chunk_task")
+def runtimes_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
+    """Sync a few policies in one task (saves the per-task overhead in bulk applies); return outcome counts.
+
+    A policy that hits a transient error is handed to its own ``runtime_sync_task`` (which retries with backoff),
+    so one flaky object never holds up or re-runs the others.
+    """
+    from runtimes.sync import runtime_sync
+
+    counts: dict[str, int] = {}
     for policy_id, revision in items:
-        runtime_sync_task.delay(int(policy_id), int(revision))
-    return len(items)
+        try:
+            result = runtime_sync(policy_id=int(policy_id), revision=int(revision))
+        except KubeError as exc:
+            if exc.permanent:
+                raise
+            runtime_sync_task.apply_async((int(policy_id), int(revision)), countdown=_retry_countdown(0))
+            outcome = "retrying"
+        else:
+            if result.requeue:
+                _requeue_current(int(policy_id))
+            outcome = result.outcome
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
 
 
 @shared_task(acks_late=True, name="runtimes.tasks.runtimes_requeue_unfinished_task")

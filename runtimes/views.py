@@ -360,10 +360,11 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             return self._add_row(request, policy, action)
         save = SaveForm(request.POST)
         save.is_valid()
-        yaml_text = save.cleaned_data.get("yaml", "") if hasattr(save, "cleaned_data") else ""
-        version = save.cleaned_data.get("version") if hasattr(save, "cleaned_data") else None
-        message = (save.cleaned_data.get("message") or "").strip() if hasattr(save, "cleaned_data") else ""
-        editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=policy.name if policy else "")
+        yaml_text = save.cleaned_data.get("yaml", "")
+        version = save.cleaned_data.get("version")
+        message = (save.cleaned_data.get("message") or "").strip()
+        fixed_name = policy.name if policy else ""
+        editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=fixed_name)
 
         def again(status: int = 200, **extra: Any) -> HttpResponse:
             context = _editor_context(
@@ -371,6 +372,10 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             )
             return render(request, EDITOR_TEMPLATE, context, status=status)
 
+        if policy is not None and version is None:
+            # Without the version the page was loaded at, a save could silently overwrite someone else's.
+            editor.is_valid()
+            return again(status=400, form_error="The form lost its version number; reload the page and try again.")
         manifest: dict | None = None
         if yaml_text.strip():
             try:
@@ -381,7 +386,11 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         if not editor.is_valid():
             return again(form_error="Some fields need attention; nothing was saved.")
         manifest, form_applied = _merge(editor, manifest)
+        # From here on the page shows the merged result: YAML and form agree again (and the form's base moves on).
         yaml_text = dump_yaml(manifest)
+        editor = PolicyEditor.from_fields(
+            fields_from_manifest(manifest), creating=policy is None, fixed_name=fixed_name
+        )
         source = RevisionSource.FORM if form_applied else RevisionSource.YAML
         try:
             if policy is None:
@@ -392,7 +401,7 @@ class _EditorView(PlatformAdminRequiredMixin, View):
                 saved = services.policy_update(
                     name=policy.name,
                     manifest=manifest,
-                    expected_version=version or policy.version,
+                    expected_version=version,
                     author=request.user,
                     message=message,
                     source=source,
@@ -400,8 +409,8 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         except PolicyInvalid as exc:
             return again(problems=exc.problems, form_error="The policy has errors; nothing was saved.")
         except PolicyNameTaken as exc:
-            editor.form.add_error("name", exc.message)
-            return again(problems=_report_dicts(manifest))
+            taken = {"path": "metadata.name", "message": exc.message, "severity": "error", "code": exc.code}
+            return again(problems=[taken, *_report_dicts(manifest)], form_error=exc.message)
         except StaleVersion as exc:
             diff_text = ""
             with contextlib.suppress(RevisionNotFound):

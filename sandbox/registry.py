@@ -80,7 +80,7 @@ class Registry:
         self.store = store
         self.kube_version = kube_version
         self.types: dict[tuple[str, str, str], ResourceType] = {}
-        self._initial: list[tuple[tuple[str, str], dict[str, Any]]] = []
+        self._initial: list[tuple[tuple[str, str], Entry]] = []
         self._owner_index: dict[str, set[tuple[tuple[str, str], str, str]]] = {}
         self._gc_queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._gc_thread: threading.Thread | None = None
@@ -129,7 +129,7 @@ class Registry:
             node_type = self.resolve("", "v1", "nodes")
             for node in nodes:
                 self._insert(node_type, node)
-            self._initial = [(key, e.obj) for key in self.store.resource_keys() for e in self.store.list(key)]
+            self._initial = [(key, e) for key in self.store.resource_keys() for e in self.store.list(key)]
 
     def _insert(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
         obj = copy.deepcopy(obj)
@@ -149,12 +149,17 @@ class Registry:
                 self.store.drop_all(key)
             self._owner_index.clear()
             self.types = {k: rt for k, rt in self.types.items() if rt.builtin}
-            for key, obj in self._initial:
-                obj = copy.deepcopy(obj)
-                self.store.put(key, obj, "ADDED", None, record=False)
+            # The start-up entries are immutable, so they are put back as they were (same resourceVersions, which
+            # are older than every later one); only the global counter moves on.
+            for key, entry in self._initial:
+                self.store.restore(key, entry)
+                rt = self.type_for_key(key)
+                if rt is not None:
+                    self._after_put(rt, None, entry.obj, queue_checks=False)
                 if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-                    for rt in types_from_crd(obj):
-                        self._add_type(rt)
+                    for crd_type in types_from_crd(entry.obj):
+                        self._add_type(crd_type)
+            self.store.next_rv()
             self.store.compact()
             self.store.close_all_watches()
             for hook in self.on_types_changed:
@@ -625,7 +630,8 @@ class Registry:
         return entry
 
     # -- bookkeeping after writes ----------------------------------------------------------------------------
-    def _after_put(self, rt: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+    def _after_put(self, rt: ResourceType, old: dict[str, Any] | None, new: dict[str, Any],
+                   queue_checks: bool = True) -> None:
         if old is not None:
             self._unindex_owners(rt, old)
         meta = new["metadata"]
@@ -633,9 +639,9 @@ class Registry:
         where = (rt.key, meta.get("namespace", ""), meta["name"])
         for ref in refs:
             self._owner_index.setdefault(ref.get("uid", ""), set()).add(where)
-        if refs:
+        if refs and queue_checks:
             self._gc_queue.put("check:" + meta["uid"])
-        if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+        if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions") and queue_checks:
             self._register_crd(new)
 
     def _unindex_owners(self, rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -848,12 +854,12 @@ def _validate_crd(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[
     causes = []
     spec = obj.get("spec") or {}
     names = spec.get("names") or {}
-    for field in ("group", "scope"):
-        if not spec.get(field):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.{field}", "message": "Required value"})
-    for field in ("plural", "kind"):
-        if not names.get(field):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.names.{field}",
+    for name in ("group", "scope"):
+        if not spec.get(name):
+            causes.append({"reason": "FieldValueRequired", "field": f"spec.{name}", "message": "Required value"})
+    for name in ("plural", "kind"):
+        if not names.get(name):
+            causes.append({"reason": "FieldValueRequired", "field": f"spec.names.{name}",
                            "message": "Required value"})
     if not spec.get("versions"):
         causes.append({"reason": "FieldValueRequired", "field": "spec.versions", "message": "Required value"})

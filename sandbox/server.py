@@ -6,8 +6,10 @@ streams). `make_server()` returns a ready, not yet serving, server; `serve_forev
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import select
 import socket
 import threading
 import time
@@ -228,10 +230,8 @@ class Handler(BaseHTTPRequestHandler):
     def _apply_fault(self, fault: Fault) -> None:
         if fault.action == "drop":
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             return
         if fault.action == "hang":
             time.sleep(fault.seconds)
@@ -459,7 +459,17 @@ class Handler(BaseHTTPRequestHandler):
         def write(data: bytes) -> None:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-        request.stream(write, self.server.stopping.is_set)
+        def gone() -> bool:
+            # A watch client that went away without a word is noticed here (otherwise only at the next write).
+            if self.server.stopping.is_set():
+                return True
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
+
+        request.stream(write, gone)
         try:
             self.wfile.write(b"0\r\n\r\n")
         except OSError:

@@ -155,6 +155,17 @@ class Store:
         self._record(Event(rv, "DELETED", key, ns, obj, raw, prev.obj if prev else None))
         return Entry(obj, raw, rv)
 
+    def restore(self, key: Key, entry: Entry) -> None:
+        """Puts an existing entry back unchanged (same resourceVersion, no event); used by reset."""
+        meta = entry.obj["metadata"]
+        ns = meta.get("namespace", "")
+        self._objects.setdefault(key, {})[(ns, meta["name"])] = entry
+        self._by_ns.setdefault(key, {}).setdefault(ns, {})[meta["name"]] = entry
+        self._sorted.pop((key, None), None)
+        self._sorted.pop((key, ns), None)
+        if meta.get("uid"):
+            self.uids[meta["uid"]] = (key, ns, meta["name"])
+
     def drop_all(self, key: Key) -> None:
         """Forgets every object of a resource without events (used by reset)."""
         for (_ns, _name), entry in self._objects.pop(key, {}).items():

@@ -69,8 +69,7 @@ class WatchRequest:
             if initial:
                 self._sub, _ = store.subscribe(self.rt.key, None)
                 ns = self.namespace if self.rt.namespaced else None
-                self._initial = [e.obj for e in store.list(self.rt.key, ns)
-                                 if self.match is None or self.match(e.obj)]
+                self._initial = [e for e in store.list(self.rt.key, ns) if self.match is None or self.match(e.obj)]
             else:
                 self._sub, backlog = store.subscribe(self.rt.key, since)
                 if backlog is None:
@@ -130,10 +129,10 @@ class WatchRequest:
                 write(self._frame("ERROR", expired(f"too old resource version: {self.resource_version} "
                                                    f"({floor})").status()))
                 return
-            for obj in self._initial:
+            for entry in self._initial:
                 if self.cut_after is not None and sent >= self.cut_after:
                     return
-                write(self._frame("ADDED", obj, None))
+                write(self._frame("ADDED", entry.obj, entry.raw))
                 sent += 1
             if self.send_initial_events and self.allow_bookmarks:
                 write(self._bookmark(self._start_rv, initial_end=True))

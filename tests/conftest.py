@@ -29,3 +29,9 @@ def bob(django_user_model):
 def charlie(django_user_model):
     """A logged-in user with no portal role."""
     return django_user_model.objects.create_user("charlie", password="charlie-password-1")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Hash test passwords with MD5: the real hasher costs ~0.5 s per login and proves nothing here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

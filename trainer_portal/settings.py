@@ -158,7 +158,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "trainer_portal.api.exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.SafeJSONRenderer"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 if DEBUG:
@@ -203,6 +203,11 @@ KUBE_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_KUBE_TIMEOUT
 KUBE_FIELD_MANAGER = "trainer-portal"
 # Node label that marks a "network block"; no standard key exists (kubernetes-apis.md §6.9).
 TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.com/topology-block")
+
+# Trainer feature gates the policy validation assumes (kubernetes-apis.md §2.3 and §6.4/6.5, docs/decisions.md):
+# composite PodGroups (TrainJobCompositePodGroup) let level 1 and level 2 combine; v2.4 caps level-3 replicas at 1.
+SCHEDULING_COMPOSITE_ENABLED = env_bool("TRAINER_PORTAL_COMPOSITE_ENABLED", False)
+SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_REPLICAS", "1"))
 
 # --- Production hardening ----------------------------------------------------------------------------
 if not EMBEDDED:

@@ -14,6 +14,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("runtimes/", include("runtimes.urls")),
+    path("preview/", include("runtimes.preview_urls")),
+    path("cluster/", include("runtimes.cluster_urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -119,8 +119,31 @@ PreviewResponseSerializer = inline_serializer(
                 "fits": serializers.BooleanField(),
                 "summary": serializers.CharField(),
                 "explanation": serializers.ListField(child=serializers.CharField()),
+                "bindingLevel": serializers.CharField(allow_null=True),
             },
         ),
+        "span": serializers.ListField(child=serializers.DictField(), help_text="[{label, value}]: zones, blocks, "
+                                      "racks and nodes the whole TrainJob uses."),
+        "fragmentation": serializers.ListField(child=serializers.DictField(), help_text="[{label, value}]: largest "
+                                               "gang still placeable per level, free and stranded GPUs, empty racks "
+                                               "(before → after)."),
+        "quality": serializers.ListField(
+            child=inline_serializer(
+                name="PreviewQuality",
+                fields={
+                    "group": serializers.CharField(),
+                    "pods": serializers.IntegerField(),
+                    "lca": serializers.ChoiceField(choices=["node", "rack", "block", "zone", "cluster"]),
+                    "racksUsed": serializers.IntegerField(),
+                    "sameRackPairs": serializers.FloatField(),
+                    "sameBlockPairs": serializers.FloatField(),
+                    "rackBalance": serializers.FloatField(),
+                },
+            ),
+            help_text="Locality per placed PodGroup (placement.md §8).",
+        ),
+        "locality": serializers.ListField(child=serializers.DictField(), help_text="The largest group's locality "
+                                          "as [{label, value}] for display."),
         "placement": serializers.JSONField(help_text="The engine's result: per group fits, domain, pods per node, "
                                                      "span, explanation, fragmentation after placement."),
         "heatmap": serializers.JSONField(help_text="zones → blocks → racks with free/total GPUs and placed pods."),

@@ -25,7 +25,6 @@ from runtimes.choices import SyncState
 from runtimes.cluster import cluster_status
 from runtimes.errors import PolicyError
 from runtimes.models import RuntimePolicy
-from runtimes.tasks import runtime_sync_task, runtimes_bulk_sync_task
 from trainer_portal import kube
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
 
@@ -108,7 +107,7 @@ class RuntimeSyncApi(APIView):
                 revision = sync.runtime_sync_request(policy=policy)
             except PolicyError as exc:
                 raise PolicyActionError(exc.message, status_code=409, code="conflict")
-            transaction.on_commit(lambda: runtime_sync_task.delay(policy.pk, revision, force))
+            sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
         url = reverse("api-runtime-sync", kwargs={"name": policy.name})
         return Response(
             {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
@@ -157,8 +156,7 @@ class RuntimesBulkSyncApi(APIView):
             except PolicyError as exc:
                 raise exceptions.ValidationError({"names": [exc.message]})
             job = sync.sync_job_create(items=items, actor=request.user)
-            payload = [[policy_id, revision] for policy_id, revision in items]
-            transaction.on_commit(lambda: runtimes_bulk_sync_task.delay(payload))
+            sync.enqueue_bulk_on_commit(items=items)
         url = reverse("api-sync-job", kwargs={"job_id": job["id"]})
         return Response(
             {"job": job["id"], "total": len(items), "statusUrl": url},
@@ -234,7 +232,7 @@ class DriftResolveApi(APIView):
             with transaction.atomic():
                 revision = sync.runtime_drift_resolve(policy=policy, action=action, actor=request.user)
                 if revision is not None:
-                    transaction.on_commit(lambda: runtime_sync_task.delay(policy.pk, revision, True))
+                    sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=True)
         except kube.KubeError as exc:
             raise ClusterError(exc)
         except PolicyError as exc:

@@ -103,21 +103,22 @@ class ManifestError(ValueError):
 
 
 class _PlainResolver(yaml.resolver.BaseResolver):
-    """YAML 1.1 scalar resolution as kubectl (go-yaml) does it, minus timestamps, sexagesimals and merge keys."""
+    """Plain-scalar resolution as kubectl's go-yaml (YAML 1.1) does it: `y`/`n`/`on`/`off` are booleans, `1e3` is a
+    float, `0o17` and `010` are octal; unlike PyYAML's default, timestamps, sexagesimals and `<<` stay strings."""
 
 
 _PlainResolver.yaml_implicit_resolvers = {}
 _PlainResolver.add_implicit_resolver(
     "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$"),
+    re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$"),
     list("yYnNtTfFoO"),
 )
 _PlainResolver.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(
-        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+][0-9]+)
-        |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
         |[-+]?\.(?:inf|Inf|INF)
         |\.(?:nan|NaN|NAN))$""",
         re.X,
@@ -128,6 +129,7 @@ _PlainResolver.add_implicit_resolver(
     "tag:yaml.org,2002:int",
     re.compile(
         r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0o[0-7_]+
         |[-+]?0[0-7_]+
         |[-+]?(?:0|[1-9][0-9_]*)
         |[-+]?0x[0-9a-fA-F_]+)$""",
@@ -194,6 +196,8 @@ class _SafeComposerMixin:
 
 class _SafeConstructor(yaml.constructor.SafeConstructor):
     """Builds plain dicts; refuses duplicate and non-string keys with the key's position."""
+
+    bool_values = {**yaml.constructor.SafeConstructor.bool_values, "y": True, "n": False}
 
     def construct_mapping(self, node: Node, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
         if not isinstance(node, MappingNode):
@@ -398,7 +402,13 @@ class _DuplicateJsonKey(ManifestError):
     """JSON reports no position for duplicate keys; the YAML reader's error (which has one) is preferred."""
 
 
-def _json_documents(text: str) -> list[tuple[dict, _Where]]:
+def _json_document(text: str) -> dict:
+    """Return the JSON object in `text`.
+
+    Raises json.JSONDecodeError for a syntax error (the caller then tries YAML), _DuplicateJsonKey, or
+    ManifestError when the JSON is valid but not a single object.
+    """
+
     def pairs(items: list[tuple[str, Any]]) -> dict:
         result: dict = {}
         for key, value in items:
@@ -408,12 +418,10 @@ def _json_documents(text: str) -> list[tuple[dict, _Where]]:
         return result
 
     def constant(name: str) -> Any:
-        raise ManifestError(f"JSON constant {name} is not allowed; use a number or a string")
+        raise json.JSONDecodeError(f"JSON constant {name} is not allowed; use a number or a string", text, 0)
 
     try:
         data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno, document=0)
     except RecursionError:
         raise ManifestError("JSON document is nested too deeply", document=0)
     if isinstance(data, list):
@@ -428,7 +436,19 @@ def _json_documents(text: str) -> list[tuple[dict, _Where]]:
         raise ManifestError(f"JSON document is a {_kind_of(data)}, not an object", line=1, column=1, document=0)
     if _depth(data) > MAX_DEPTH:
         raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", document=0)
-    return [(data, _Where(0))]
+    return data
+
+
+def _json_where(text: str) -> _Where:
+    """Return field positions for a JSON document (read as YAML flow style, for small input only)."""
+    if len(text) <= REPARSE_LIMIT:
+        try:
+            located = _yaml_documents(text)
+        except ManifestError:
+            located = []
+        if len(located) == 1:
+            return located[0][1]
+    return _Where(0, 1, 1)
 
 
 def _depth(value: Any) -> int:
@@ -455,19 +475,23 @@ def load_documents(text: str | bytes) -> list[dict]:
 
 def _load_located(text: str | bytes) -> list[tuple[dict, _Where]]:
     source = _decode(text)
-    try:
+    if not source.lstrip().startswith(("{", "[")):
         return _yaml_documents(source)
-    except ManifestError as yaml_error:
-        # JSON that YAML cannot read (e.g. tab-indented) is still welcome; when both fail, report the JSON error,
-        # except for duplicate keys, which only the YAML reader can locate.
-        if not source.lstrip().startswith(("{", "[")):
-            raise
-        try:
-            return _json_documents(source)
-        except ManifestError as json_error:
-            if isinstance(json_error, _DuplicateJsonKey) and yaml_error.line is not None:
-                raise yaml_error from None
-            raise
+    # JSON goes through `json` first: it is fast, and it joins escaped surrogate pairs ("\ud83d\ude00") into one
+    # character where YAML readers leave two unpaired halves.
+    json_error: ManifestError | None = None
+    try:
+        return [(_json_document(source), _json_where(source))]
+    except json.JSONDecodeError as exc:
+        json_error = ManifestError(f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno, document=0)
+    except _DuplicateJsonKey:
+        pass  # the YAML reader reports the same duplicate with its line and column
+    try:
+        return _yaml_documents(source)  # YAML flow style, e.g. {apiVersion: v1, kind: List}
+    except ManifestError:
+        if json_error is not None:
+            raise json_error from None
+        raise
 
 
 def _check_runtime(document: dict, where: _Where, label: str) -> None:
@@ -554,7 +578,22 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+_RESOLVER = _PlainResolver()
+
+
+def _looks_numeric(value: str) -> bool:
+    """True for strings some YAML reader may take for a number (`08`, `1_0`, `inf`): they are written quoted."""
+    try:
+        float(value.replace("_", ""))
+    except ValueError:
+        return False
+    return True
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if _RESOLVER.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str" or _looks_numeric(value):
+        # PyYAML's own resolver misses some forms go-yaml reads as non-strings (y, n, 1e3, 0o17): quote them too.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
     if any(ch in "\x85\u2028\u2029\ufeff" or not (ch.isprintable() or ch == "\n") for ch in value):
         # Unicode line separators and control characters survive only as escapes in a double-quoted scalar.
         style: str | None = '"'

@@ -57,7 +57,13 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     from sandbox.controllers.informer import Informer
     from sandbox.controllers.kubelet import Kubelet
     from sandbox.controllers.scheduler import GangScheduler
-    from sandbox.controllers.trainer import TrainerController
+
+    try:
+        from sandbox.controllers.trainer import TrainerController
+    except ImportError:
+        # The trainer needs the portal's pure expansion code; if that is broken, still run the rest of the cluster.
+        log.exception("the TrainJob controller cannot start (runtimes.domain.expansion failed to import)")
+        TrainerController = None
 
     Client(api_url)  # validates the URL early
     flavour = flavour_for(kube_version)
@@ -75,9 +81,10 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     handles = Controllers(informers=informers)
     handles.scheduler = GangScheduler(api_url, flavour, stop, nodes=informers["nodes"], pods=informers["pods"],
                                       pod_groups=informers["podgroups"])
-    handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
-                                        cluster_runtimes=informers["clustertrainingruntimes"],
-                                        runtimes=informers["trainingruntimes"], pods=informers["pods"])
+    if TrainerController is not None:
+        handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
+                                            cluster_runtimes=informers["clustertrainingruntimes"],
+                                            runtimes=informers["trainingruntimes"], pods=informers["pods"])
     handles.kubelet = Kubelet(api_url, stop, pods=informers["pods"], trainjobs=informers["trainjobs"],
                               start_delay=pod_start_delay)
     if _generator_enabled(generator):

@@ -68,9 +68,15 @@ class GangScheduler:
         # object key -> (resourceVersion seen, status, reason, message) of our last condition write.
         self._written: dict[str, tuple] = {}
         self._failed_writes = False
+        # Bumped whenever capacity may have grown (a bound pod ends or goes, a node changes). A group that did not
+        # fit is not retried until the epoch or its own pods change: nothing could make it fit meanwhile.
+        self._capacity_epoch = 0
+        self._unfit: dict[str, tuple[int, int]] = {}
         self.loop = Loop("scheduler", self.sync, stop, resync=3.0, min_interval=0.05,
                          wait_for=(nodes, pods, pod_groups))
         pod_groups.add_handler(self._note_arrival)
+        pods.add_handler(self._note_pod_capacity)
+        nodes.add_handler(self._note_node_change)
         for informer in (nodes, pods, pod_groups):
             informer.add_handler(self.loop.poke)
 
@@ -80,6 +86,17 @@ class GangScheduler:
         elif _old is not None:
             self._arrival.pop(object_key(_old), None)
             self._written.pop(object_key(_old), None)
+            self._unfit.pop(object_key(_old), None)
+
+    def _note_pod_capacity(self, _event: str, old: dict | None, new: dict | None) -> None:
+        was_holding = old is not None and (old.get("spec") or {}).get("nodeName") and not is_terminal(old)
+        holds = new is not None and (new.get("spec") or {}).get("nodeName") and not is_terminal(new) and not meta(
+            new).get("deletionTimestamp")
+        if was_holding and not holds:
+            self._capacity_epoch += 1
+
+    def _note_node_change(self, *_args: object) -> None:
+        self._capacity_epoch += 1
 
     def _fifo_key(self, obj: dict) -> tuple:
         m = meta(obj)
@@ -160,11 +177,17 @@ class GangScheduler:
         if policy == "gang" and not admitted:
             if len(group_pods) < min_count:
                 return  # PreEnqueue: wait until minCount member pods exist
+            group_key = object_key(group)
+            state = (self._capacity_epoch, len(group_pods), len(pending))
+            if self._unfit.get(group_key) == state:
+                return
             attempt = try_place(pending, nodes, [], key, domain=domain, free=free)
             if attempt.fits:
+                self._unfit.pop(group_key, None)
                 self._bind_all(pending, attempt, free)
                 self._set_condition(group, True, "Scheduled", attempt.message)
             else:
+                self._unfit[group_key] = state
                 self._set_condition(group, False, "Unschedulable", attempt.message)
             return
 

@@ -111,6 +111,7 @@ class TrainerController:
         self._scheduling_created: set[str] = set()  # TrainJob UIDs whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
         self._warned: set[str] = set()
+        self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
         self.loop = Loop("trainer", self.sync, stop, resync=5.0, min_interval=0.05,
                          wait_for=(trainjobs, cluster_runtimes, runtimes, pods))
         for informer in (trainjobs, cluster_runtimes, runtimes, pods):
@@ -122,7 +123,10 @@ class TrainerController:
         self.loop.start()
 
     def _forget(self, _event: str, old: dict | None, new: dict | None) -> None:
+        if new is not None:
+            self._arrival.setdefault(meta(new).get("uid", ""), len(self._arrival))
         if new is None and old is not None:
+            self._arrival.pop(meta(old).get("uid", ""), None)
             uid = meta(old).get("uid", "")
             self._plans.pop(uid, None)
             self._scheduling_created.discard(uid)
@@ -141,7 +145,8 @@ class TrainerController:
                 pods_by_owner.setdefault(uid, []).append(pod)
         self._pending_pods -= seen
         retry = False
-        for trainjob in self.trainjobs.items():
+        for trainjob in sorted(self.trainjobs.items(), key=lambda j: (meta(j).get("creationTimestamp") or "",
+                                                                       self._arrival.get(meta(j).get("uid"), 0))):
             try:
                 self.reconcile(trainjob, pods_by_owner.get(meta(trainjob).get("uid", ""), []))
             except (ApiError, OSError) as error:

@@ -64,3 +64,18 @@ def page(browser, live_server):
     new_page = context.new_page()
     yield new_page
     context.close()
+
+
+@pytest.fixture(autouse=True)
+def _portal_roles(transactional_db):
+    """Make sure the role groups exist: a transactional test flushes the data the roles migration created.
+
+    `serialized_rollback` cannot restore it here: while Playwright's loop runs, Django sees a different (async
+    context) connection object, which lacks the serialized contents, so the restore is silently skipped.
+    """
+    from django.contrib.auth.models import Group
+
+    from trainer_portal.roles import ALL_ROLES
+
+    for name in ALL_ROLES:
+        Group.objects.get_or_create(name=name)

@@ -278,3 +278,45 @@ def test_it_raises_only_manifest_errors_on_arbitrary_text(text):
 def test_it_raises_only_manifest_errors_on_arbitrary_bytes(data):
     with contextlib.suppress(ManifestError):
         assert all(isinstance(d, dict) for d in load_documents(data))
+
+
+def test_json_surrogate_pair_escapes_become_one_character():
+    manifest = new_runtime("emoji")
+    manifest["metadata"]["annotations"] = {"note": "ship it 🚀"}
+    text = json.dumps(manifest)  # ensure_ascii: "\ud83d\ude80"
+    assert "\\ud83d\\ude80" in text
+    assert load_runtime(text)["metadata"]["annotations"]["note"] == "ship it 🚀"
+    manifest["metadata"]["annotations"]["big"] = "🚀" * 20_000  # beyond the size up to which YAML errors re-parse
+    assert load_runtime(json.dumps(manifest)) == manifest
+
+
+def test_json_wrong_kind_is_located():
+    text = '{\n  "apiVersion": "v1",\n  "kind": "Secret"\n}'
+    with pytest.raises(ManifestError) as caught:
+        load_runtime(text)
+    assert (caught.value.line, caught.value.column) == (3, 11)
+
+
+def test_yaml_flow_style_that_is_not_json_still_loads():
+    assert load_documents("{apiVersion: v1, kind: List, items: []}") == [
+        {"apiVersion": "v1", "kind": "List", "items": []}
+    ]
+
+
+@pytest.mark.parametrize(
+    "value", ["y", "n", "Y", "N", "yes", "off", "1e3", "1.5e3", "0o17", "08", "1_000", ".inf", "NaN"]
+)
+def test_strings_kubectl_would_read_as_numbers_or_booleans_are_quoted(value):
+    text = dump_yaml({"v": value})
+    assert text in (f"v: '{value}'\n", f'v: "{value}"\n')
+    assert load_documents(text) == [{"v": value}]
+
+
+@pytest.mark.parametrize(
+    ("plain", "expected"),
+    [("y", True), ("N", False), ("1e3", 1000.0), ("1.5E+3", 1500.0), ("0o17", 15), ("010", 8), ("1_000", 1000)],
+)
+def test_plain_scalars_resolve_like_kubectl(plain, expected):
+    (document,) = load_documents(f"v: {plain}\n")
+    assert document["v"] == expected
+    assert type(document["v"]) is type(expected)

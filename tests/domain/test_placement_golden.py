@@ -266,3 +266,42 @@ def test_preferred_mode_falls_back_to_a_coarser_level_then_spreads():
     assert spread.fits and spread.span["blocks"] == 2
     too_big = one(snapshot, 13, key=KEYS.rack, preferred=True)
     assert not too_big.fits and too_big.explanation.binding_level == "rack"
+
+
+@pytest.mark.parametrize(("pattern", "key"), [("F1", KEYS.block), ("F3", KEYS.zone), ("F4", None)])
+def test_fragmentation_after_placement_matches_a_rebuilt_snapshot(pattern, key):
+    snapshot = synthetic_cluster(racks=40, fragmentation=pattern, seed=2)
+    resources = {GPU: "4", "cpu": "8", "memory": "32Gi"}
+    requests = [PlacementRequest("a", 30, resources, topology_key=key),
+                PlacementRequest("b", 12, resources, topology_key=KEYS.rack)]
+    result = place(requests, snapshot)
+    assert result.groups[0].fits
+    rebuilt = snapshot.copy()
+    index = 0
+    for group in result.groups:
+        for name, pods in group.pods_per_node.items():
+            for _ in range(pods):
+                index += 1
+                rebuilt.apply_pod_event("ADDED", {
+                    "metadata": {"name": f"p{index}", "namespace": "x"},
+                    "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": resources}}]},
+                    "status": {"phase": "Running"}})
+    probe = place([PlacementRequest("probe", 1, resources)], rebuilt)
+    assert probe.fragmentation_before == result.fragmentation_after
+    assert result.fragmentation_after.free_gpus == result.fragmentation_before.free_gpus - 4 * index
+
+
+def test_composite_jobs_without_a_topology_key_may_spread_over_nodes():
+    runtime = {"spec": {
+        "scheduling": {"schedulingConstraints": {"topology": [{"key": KEYS.zone}]},
+                       "replicatedJobs": [{"targetReplicatedJobs": ["worker"], "job": {}}]},
+        "template": {"spec": {"replicatedJobs": [{"name": "worker", "replicas": 2, "template": {"spec": {
+            "parallelism": 3, "template": {"spec": {"containers": [{"name": "w", "resources": {
+                "requests": {GPU: "8"}}}]}}}}}]}}}}
+    expansion = expand(runtime, trainjob_name="j", composite=True)
+    nodes = [node(f"n{i}", 8, zone="z", rack=f"r{i}") for i in range(6)]
+    result = place(expansion, ClusterSnapshot.from_objects(nodes, keys=KEYS))
+    jobs = [g for g in result.groups if g.level == 3]
+    assert result.fits and [job.placed for job in jobs] == [3, 3]
+    assert all(job.span["nodes"] == 3 and job.domain is None for job in jobs)
+    assert set(jobs[0].pods_per_node).isdisjoint(jobs[1].pods_per_node)

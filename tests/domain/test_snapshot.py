@@ -277,3 +277,17 @@ def test_variant_h_has_unhealthy_nodes_and_4_gpu_nodes():
     assert (snapshot.flags[:n] & CORDONED).any()
     assert (snapshot.taint_code[:n] != 0).any()
     assert (snapshot.missing[:n] & 0b10).any()
+
+
+def test_pickling_drops_caches_and_renews_version_stamps():
+    import pickle
+
+    from runtimes.domain.placement.engine import PlacementRequest, place
+
+    snapshot = synthetic_cluster(racks=4)
+    place([PlacementRequest("g", 4, {"nvidia.com/gpu": 8}, topology_key=KEYS.rack)], snapshot)
+    assert snapshot.shape_cache
+    restored = pickle.loads(pickle.dumps(snapshot))
+    assert restored.shape_cache == {} and restored.version != snapshot.version
+    assert (restored.used_gpu == snapshot.used_gpu).all() and restored.row_of == snapshot.row_of
+    assert place([PlacementRequest("g", 4, {"nvidia.com/gpu": 8}, topology_key=KEYS.rack)], restored).fits

@@ -162,6 +162,8 @@ def test_it_shows_where_a_fitting_gang_goes(api, policies):
         ({"resourcesPerNode": {"cpu": "abc"}}, "resourcesPerNode.cpu"),
         ({"resourcesPerNode": {"memory": "12 GB"}}, "resourcesPerNode.memory"),
         ({"resourcesPerNode": "8"}, "resourcesPerNode"),
+        ({"resourcesPerNode": {"nvidia.com/gpu": "1e30"}}, "resourcesPerNode.nvidia.com/gpu"),
+        ({"resourcesPerNode": {"memory": "1e30"}}, "resourcesPerNode.memory"),
         ({"apiVersion": "v2"}, "apiVersion"),
         ({"composite": "perhaps"}, "composite"),
         ({"topology": {"source": "cloud"}}, "topology.source"),
@@ -214,6 +216,17 @@ def test_it_answers_400_for_an_invalid_manifest_with_its_field_paths(api, db):
 
     assert response.status_code == 400
     assert all(p.startswith("manifest.spec.scheduling.replicatedJobs") for p in field_paths(response))
+
+
+def test_it_answers_400_not_500_for_absurd_container_requests_in_the_manifest(api, db):
+    manifest = level2()
+    initializer = manifest["spec"]["template"]["spec"]["replicatedJobs"][0]
+    initializer["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"memory": "1e30"}}
+
+    response = api.post(UNSAVED, {**body(), "manifest": manifest}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert any(path.startswith("manifest.spec.template") for path in field_paths(response))
 
 
 def test_it_answers_400_for_a_body_that_is_not_an_object(api, policies):

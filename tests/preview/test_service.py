@@ -201,6 +201,11 @@ def test_it_places_a_fitting_gang_inside_one_domain_and_highlights_its_racks():
     assert result["heatmap"]["placedRacks"] == len(placed) == 2
     assert {item["label"]: item["value"] for item in result["span"]} == {
         "zone": 1, "block": 1, "racks": 2, "nodes": 8}
+    # Two racks of four pods: 2·4·3 of the 8·7 ordered pod pairs share a rack; every pair shares the block.
+    assert result["quality"] == [{
+        "group": group["name"], "pods": 8, "lca": "block", "racksUsed": 2,
+        "sameRackPairs": round(24 / 56, 4), "sameBlockPairs": 1.0, "rackBalance": 1.0,
+    }]
 
 
 def test_it_explains_a_near_miss_with_have_and_need():

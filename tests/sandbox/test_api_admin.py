@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from sandbox.testing import SandboxError, SandboxProcess
-from tests.sandbox.helpers import pod, raw
+from tests.sandbox.api_support import pod, raw
 
 
 def test_reset_restores_the_start_up_state_and_keeps_resource_versions_increasing(cluster, core):

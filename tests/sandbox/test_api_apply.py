@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.sandbox.helpers import TRAINER, pod, raw, runtime
+from tests.sandbox.api_support import TRAINER, pod, raw, runtime
 
 APPLY = "application/apply-patch+yaml"
 PODS = "/api/v1/namespaces/default/pods"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.helpers import TRAINER, pod, raw, status_of, trainjob
+from tests.sandbox.api_support import TRAINER, pod, raw, status_of, trainjob
 
 
 def test_it_creates_with_201_and_fills_server_metadata(cluster):
@@ -269,3 +269,20 @@ def test_system_namespaces_may_not_be_deleted(core, name):
     with pytest.raises(k8s.ApiException) as err:
         core.delete_namespace(name)
     assert err.value.status == 403
+
+
+def test_foreground_deletion_removes_dependents_before_the_owner(cluster, core, custom):
+    job = custom.create_namespaced_custom_object(TRAINER, "v1alpha1", "default", "trainjobs", trainjob("fg"))
+    for i in range(3):
+        member = pod(f"fg-{i}")
+        member["metadata"]["ownerReferences"] = [_owner_ref(job)]
+        member["metadata"]["finalizers"] = ["test/hold"]
+        core.create_namespaced_pod("default", member)
+    custom.delete_namespaced_custom_object(TRAINER, "v1alpha1", "default", "trainjobs", "fg",
+                                           propagation_policy="Foreground")
+    cluster.wait_until(lambda: all(p.metadata.deletion_timestamp for p in core.list_namespaced_pod("default").items))
+    held = custom.get_namespaced_custom_object(TRAINER, "v1alpha1", "default", "trainjobs", "fg")
+    assert held["metadata"]["finalizers"] == ["foregroundDeletion"] and held["metadata"]["deletionTimestamp"]
+    for i in range(3):
+        core.patch_namespaced_pod(f"fg-{i}", "default", {"metadata": {"finalizers": None}})
+    cluster.wait_until(lambda: not cluster.dump()["objects"].get("trainjobs.trainer.kubeflow.org"))

@@ -8,7 +8,7 @@ from kubernetes import config as k8s_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from tests.sandbox.helpers import raw
+from tests.sandbox.api_support import raw
 
 
 def test_it_reports_the_kubernetes_version(api_client):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sandbox.helpers import TRAINER, pod, raw, trainjob
+from tests.sandbox.api_support import TRAINER, pod, raw, trainjob
 
 BASE = "/api/v1/namespaces/default/pods"
 

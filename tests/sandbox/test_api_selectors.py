@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.helpers import pod, raw
+from tests.sandbox.api_support import pod, raw
 
 PODS = {
     "a": {"app": "web", "tier": "front"},

@@ -8,7 +8,7 @@ import copy
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.helpers import TRAINER, runtime, status_of, trainjob
+from tests.sandbox.api_support import TRAINER, runtime, status_of, trainjob
 
 
 def _create_job(custom, body):
@@ -169,7 +169,7 @@ def test_the_overlay_is_marked_on_the_crd(api_client):
 
 
 def test_field_validation_strict_rejects_unknown_fields(cluster):
-    from tests.sandbox.helpers import raw
+    from tests.sandbox.api_support import raw
 
     body = trainjob("strict", typoField=1)
     code, status = raw(cluster.url, "POST",

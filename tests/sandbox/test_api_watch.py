@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import watch
 
-from tests.sandbox.helpers import TRAINER, pod, trainjob
+from tests.sandbox.api_support import TRAINER, pod, trainjob
 
 
 def _stream(url: str, path: str, max_events: int, timeout: float = 10.0) -> list[dict]:
@@ -118,7 +118,7 @@ def test_send_initial_events_ends_with_the_annotated_bookmark(cluster, custom):
 
 
 def test_send_initial_events_requires_not_older_than(cluster):
-    from tests.sandbox.helpers import raw
+    from tests.sandbox.api_support import raw
 
     code, status = raw(cluster.url, "GET", "/api/v1/pods?watch=1&sendInitialEvents=true")
     assert code == 422 and status["reason"] == "Invalid"
@@ -136,3 +136,63 @@ def test_ten_concurrent_watchers_each_see_every_event(core):
     for w in workers:
         w.join(10)
     assert all(r == [("ADDED", f"p{i}") for i in range(5)] for r in results)
+
+
+def test_a_watch_whose_client_disconnects_is_released(cluster):
+    import http.client
+    from urllib.parse import urlsplit
+
+    def threads() -> int:
+        with open(f"/proc/{cluster.pid}/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
+
+    parts = urlsplit(cluster.url)
+    conns = []
+    for _ in range(3):
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+        conn.request("GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=1")
+        conn.getresponse()
+        conns.append(conn)
+    opened = threads()
+    for conn in conns:
+        conn.close()
+    assert cluster.wait_until(lambda: threads() <= opened - 3, timeout=10)
+
+
+def test_concurrent_writers_produce_a_gapless_ordered_stream(cluster, core):
+    """Replaying the watch stream on top of the list must give exactly the final list."""
+    for i in range(4):
+        core.create_namespaced_pod("default", pod(f"c{i}"))
+    listed = core.list_namespaced_pod("default")
+    state = {p.metadata.name: p.metadata.resource_version for p in listed.items}
+    stop_at = {}
+
+    def writer(i: int) -> None:
+        for n in range(25):
+            core.patch_namespaced_pod(f"c{i}", "default", {"metadata": {"labels": {"n": str(n)}}})
+        core.create_namespaced_pod("default", pod(f"new{i}"))
+        core.delete_namespaced_pod(f"c{i}", "default")
+
+    writers = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    final = core.list_namespaced_pod("default")
+    stop_at["rv"] = int(final.metadata.resource_version)
+    seen_rvs = []
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
+                          timeout_seconds=5):
+        obj = event["object"]
+        rv = int(obj.metadata.resource_version)
+        seen_rvs.append(rv)
+        if event["type"] == "DELETED":
+            state.pop(obj.metadata.name, None)
+        else:
+            state[obj.metadata.name] = obj.metadata.resource_version
+        if rv >= stop_at["rv"]:
+            w.stop()
+    assert seen_rvs == sorted(set(seen_rvs))
+    assert len(seen_rvs) == 4 * 27
+    assert state == {p.metadata.name: p.metadata.resource_version for p in final.items}

@@ -86,7 +86,7 @@ def test_kubectl_server_side_apply_reports_validation_errors(kubectl):
 
 
 def test_kubectl_get_watch_prints_changes(kubectl, core):
-    from tests.sandbox.helpers import pod
+    from tests.sandbox.api_support import pod
 
     core.create_namespaced_pod("default", pod("watched"))
     watcher = subprocess.Popen([KUBECTL, "get", "pods", "-w", "--request-timeout=5s"], stdout=subprocess.PIPE,

@@ -117,17 +117,18 @@ def test_it_retries_when_a_node_is_uncordoned(cluster: Cluster):
     assert len({p["spec"]["nodeName"] for p in cluster.pods("all-in")}) == 61
 
 
-def test_it_admits_gangs_in_fifo_order_when_both_wait_for_the_same_capacity(cluster: Cluster):
+def test_it_admits_waiting_gangs_in_fifo_order_when_capacity_frees(cluster: Cluster):
     cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
-    cluster.submit(trainjob("zulu", "torch-gang-zone", num_nodes=20, suspend=True))
-    cluster.submit(trainjob("alpha", "torch-gang-zone", num_nodes=20, suspend=True))
-    cluster.submit(trainjob("hog", "torch-gang-zone", num_nodes=32))
-    cluster.wait(lambda: is_true(_group_of(cluster, "hog"), SCHEDULED))
+    cluster.submit(trainjob("hog-a", "torch-gang-zone", num_nodes=32))
+    cluster.wait(lambda: is_true(_group_of(cluster, "hog-a"), SCHEDULED))
+    cluster.submit(trainjob("hog-b", "torch-gang-zone", num_nodes=28))
+    cluster.wait(lambda: is_true(_group_of(cluster, "hog-b"), SCHEDULED))
+    # Both zones are full. "zulu" queues first, then "alpha" (whose name sorts first).
     for name in ("zulu", "alpha"):
-        cluster.client.merge_patch(f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/{name}",
-                                   {"spec": {"suspend": False}})
-    cluster.wait(lambda: all(condition(_group_of(cluster, n), SCHEDULED) for n in ("zulu", "alpha")))
-    # zone-b has 28 usable nodes: room for exactly one of the two 20-node gangs; FIFO gives it to "zulu",
-    # resumed first although its name sorts last.
-    assert is_true(_group_of(cluster, "zulu"), SCHEDULED)
+        cluster.submit(trainjob(name, "torch-gang-zone", num_nodes=20))
+        cluster.wait(lambda n=name: condition(_group_of(cluster, n), SCHEDULED))
+    cluster.delete_trainjob("hog-b")
+    # zone-b's 28 usable nodes take exactly one of the two 20-node gangs: FIFO gives them to "zulu".
+    cluster.wait(lambda: is_true(_group_of(cluster, "zulu"), SCHEDULED))
     assert condition(_group_of(cluster, "alpha"), SCHEDULED)["reason"] == "Unschedulable"
+    assert "best zone" in condition(_group_of(cluster, "alpha"), SCHEDULED)["message"]

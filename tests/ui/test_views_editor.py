@@ -253,7 +253,7 @@ def test_it_rejects_a_stale_version_and_shows_what_changed(admin_client, racks, 
     assert "changed since you loaded it" in html
     assert "diff__line--add" in html and "64" in html
     # The user's input is kept and the next Save is based on the current version.
-    assert response.context["editor"].form["num_nodes"].value() == "8"
+    assert str(response.context["editor"].form["num_nodes"].value()) == "8"
     assert response.context["version"] == 2
     racks.refresh_from_db()
     assert racks.manifest["spec"]["mlPolicy"]["numNodes"] == 64
@@ -303,3 +303,31 @@ def test_it_returns_just_the_form_when_htmx_adds_a_row(admin_client, racks):
 def test_it_keeps_add_buttons_on_the_page_url_in_parsed_fragments(admin_client, racks):
     html = admin_client.post(PARSE, {"yaml": dump_yaml(racks.manifest), "_policy": "mpi-racks"}).content.decode()
     assert f'hx-post="{edit_url("mpi-racks")}"' in html
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_edit_without_a_version(admin_client, racks):
+    response = admin_client.post(edit_url("mpi-racks"), shown_data(racks.manifest, num_nodes="2"))
+    assert response.status_code == 400
+    assert "reload the page" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_it_lets_a_no_js_user_fix_in_the_yaml_what_the_form_broke(admin_client, racks):
+    # The launcher is the trainer ancestor step, which must have exactly one replica.
+    data = shown_data(racks.manifest, version="1", num_nodes="3", **{"rjobs-0-replicas": "5"})
+    broken = admin_client.post(edit_url("mpi-racks"), data)
+    assert broken.status_code == 200
+    assert "nothing was saved" in broken.content.decode()
+    shown_yaml = broken.context["yaml_text"]
+    assert "replicas: 5" in shown_yaml
+
+    # Resubmit the page as shown, with the YAML corrected by hand.
+    data = editor_post_data(
+        broken.context["editor"], yaml=shown_yaml.replace("replicas: 5", "replicas: 1"), version="1", _policy=""
+    )
+    fixed = admin_client.post(edit_url("mpi-racks"), data)
+
+    assert fixed.status_code == 302, fixed.content.decode()[:2000]
+    racks.refresh_from_db()
+    assert racks.manifest["spec"]["mlPolicy"]["numNodes"] == 3

@@ -27,10 +27,12 @@ from runtimes.domain.placement.explain import (
     CLUSTER,
     Explanation,
     Fragmentation,
+    FragmentationState,
     domain_title,
     exclusion_counts,
     format_counts,
-    fragmentation,
+    fragmentation_after,
+    fragmentation_state,
     level_name,
     nodes_needed,
     unit_label,
@@ -300,13 +302,21 @@ class _View:
             _remember(self.snapshot, key, cached)
         return cached
 
+    def snapshot_free(self) -> list[np.ndarray]:
+        """The snapshot's free GPU / milli-CPU / memory / pods per node as int64, clipped at 0 (cached)."""
+        key = ("free", self.snapshot.version)
+        cached = _lookup(self.snapshot, key)
+        if cached is None:
+            cached = [np.maximum(array, 0, dtype=np.int64) for array in self.snapshot.free()]
+            _remember(self.snapshot, key, cached)
+        return cached
+
     def raw_slots(self, shape: _Shape) -> np.ndarray:
         """Per-node pod slots of `shape` by free resources alone (cached per version), eligibility ignored."""
         key = ("raw", shape, self.snapshot.version)
         cached = _lookup(self.snapshot, key)
         if cached is None:
-            free = [array.astype(np.int64) for array in self.snapshot.free()]
-            cached = _slots(free, shape)
+            cached = _slots(self.snapshot_free(), shape)
             _remember(self.snapshot, key, cached)
         return cached
 
@@ -331,6 +341,17 @@ class _View:
         result[rows] = patched * ok
         return result
 
+    def effective_label_levels(self, levels: int) -> int:
+        """`levels`, or 0 when every node carries those labels (so all levels share one cached aggregate)."""
+        if not levels:
+            return 0
+        key = ("labels_all", levels, self.snapshot.topology_version)
+        complete = _lookup(self.snapshot, key)
+        if complete is None:
+            complete = bool(self.label_ok(levels).all())
+            _remember(self.snapshot, key, complete)
+        return 0 if complete else levels
+
     def _cacheable(self, restrict: np.ndarray | None) -> bool:
         return not self.overlay and restrict is None
 
@@ -346,6 +367,7 @@ class _View:
     def counts(self, shape: _Shape, label_levels: int, slice_level: int, slice_size: int,
                restrict: np.ndarray | None) -> _Counts:
         """Phase 1 for a request: node slots and per-domain pods/slices (cached per shape and version)."""
+        label_levels = self.effective_label_levels(label_levels)
         key = ("counts", shape, label_levels, slice_level, slice_size, self.snapshot.version)
         if self._cacheable(restrict):
             cached = _lookup(self.snapshot, key)
@@ -850,9 +872,10 @@ class _Placer:
         usable = empty > 0
         if not usable.any():
             return 0, 0
-        values, frequency = np.unique(empty[usable], return_counts=True)
-        gpu_values, gpu_frequency = np.unique(self.snapshot.alloc_gpu[: view.n][usable], return_counts=True)
-        return int(values[np.argmax(frequency)]), int(gpu_values[np.argmax(gpu_frequency)])
+        # Slot and GPU counts are small integers: bincount finds the mode without sorting 50k values.
+        pods = int(np.argmax(np.bincount(np.minimum(empty[usable], 4096))))
+        gpus = int(np.argmax(np.bincount(np.clip(self.snapshot.alloc_gpu[: view.n][usable], 0, 4096))))
+        return pods, gpus
 
     def _blocked_capacity(self, view: _View, shape: _Shape, level: int, restrict: np.ndarray | None) -> np.ndarray:
         """Per domain of `level`: pod slots on nodes excluded only for being not ready, cordoned or tainted
@@ -970,8 +993,7 @@ def place(expansion_or_requests: Expansion | Sequence[PlacementRequest], snapsho
     fits = all(group.fits for group in groups if group.policy == GANG)
     before = after = None
     if with_fragmentation and details and main_shape is not None:
-        before = _fragmentation(before_view, main_shape)
-        after = _fragmentation(view, main_shape)
+        before, after = _fragmentations(before_view, view, main_shape)
     return PlacementResult(groups, fits, before, after, snapshot.version, snapshot.node_count)
 
 
@@ -985,10 +1007,26 @@ def _main_shape(requests: Sequence[PlacementRequest]) -> _Shape | None:
     return best[1] if best else None
 
 
-def _fragmentation(view: _View, shape: _Shape) -> Fragmentation:
-    free = view.free()
-    used_gpu = view.snapshot.alloc_gpu[: view.n].astype(np.int64) - free[0]
-    return fragmentation(view.snapshot, view.slots(shape), free[0], used_gpu, view.schedulable, shape.gpu)
+def _fragmentations(before: _View, after: _View, shape: _Shape) -> tuple[Fragmentation, Fragmentation]:
+    """Fragmentation before (cached per shape and version) and after this call's placements (by delta)."""
+    snapshot = before.snapshot
+
+    def base() -> FragmentationState:
+        free = before.snapshot_free()
+        used_gpu = snapshot.alloc_gpu[: before.n].astype(np.int64) - free[0]
+        return fragmentation_state(snapshot, before.base_slots(shape), free[0], used_gpu, before.schedulable,
+                                   shape.gpu)
+
+    state = before.cached(("fragmentation", shape), None, base)
+    if not after.chunks:
+        summary = state.summary(snapshot)
+        return summary, summary
+    rows, taken = after.merged()
+    after_slots = after.slots(shape)
+    updated = fragmentation_after(state, snapshot, rows, before.base_slots(shape)[rows], after_slots[rows],
+                                  before.snapshot_free()[0][rows], taken[0], before.schedulable[rows],
+                                  int(after_slots.max(initial=0)))
+    return state.summary(snapshot), updated.summary(snapshot)
 
 
 def _place_with_extras(placer: _Placer, view: _View, request: PlacementRequest,
@@ -1131,10 +1169,12 @@ def composite_requests(expansion: Expansion, tolerations: tuple[Mapping, ...] = 
             request = _requests_for_pod_sets(child.name, pod_sets, [p.count for p in pod_sets], child, GANG,
                                              tolerations)
             slice_size = sizes.pop() if len(sizes) == 1 else None
+            slice_key = leaves[0].topology_key if leaves else None
+            sliced = bool(slice_size and slice_size > 1 and slice_key)  # Jobs without a key may spread anywhere
             request = PlacementRequest(**{
                 **request.__dict__, "kind": COMPOSITE_POD_GROUP, "min_count": None,
-                "slice_size": slice_size if slice_size and slice_size > 1 else None,
-                "slice_topology_key": leaves[0].topology_key if leaves and slice_size else None,
+                "slice_size": slice_size if sliced else None,
+                "slice_topology_key": slice_key if sliced else None,
                 "slice_names": tuple(leaf.name for leaf in leaves),
                 "policy": leaves[0].policy if leaves else GANG})
             children.append((child, request, leaves))
@@ -1211,15 +1251,23 @@ def _place_composite(placer: _Placer, view: _View, expansion: Expansion,
 def _leaf_results(snapshot: ClusterSnapshot, request: PlacementRequest, leaves: list[PodGroupPlan],
                   outcome: _Outcome) -> list[GroupPlacement]:
     """Split a sliced outcome into its level-3 PodGroups: consecutive slices, each inside one slice domain."""
-    size = request.slice_size or (leaves[0].pod_count if leaves else 1)
+    size = request.slice_size or (leaves[0].pod_count if leaves else 1) or 1
     slice_level = snapshot.keys.level_of(request.slice_topology_key) if request.slice_topology_key else HOST
     rows_by_domain: dict[int, list[int]] = {}
     for row in sorted(outcome.pods_per_row, key=lambda r: snapshot.names[r]):
-        domain = row if slice_level == HOST else int(snapshot.domain[slice_level, row])
+        if request.slice_topology_key is None:
+            domain = 0  # no slice constraint: consecutive pods in name order form each Job
+        else:
+            domain = row if slice_level == HOST else int(snapshot.domain[slice_level, row])
         rows_by_domain.setdefault(domain, []).append(row)
     chunks: list[dict[int, int]] = []
-    for domain in sorted(rows_by_domain, key=lambda d: (snapshot.names[d],) if slice_level == HOST
-                         else snapshot.domain_path(slice_level, d)):
+
+    def domain_order(domain: int) -> tuple:
+        if request.slice_topology_key is None:
+            return ()
+        return (snapshot.names[domain],) if slice_level == HOST else snapshot.domain_path(slice_level, domain)
+
+    for domain in sorted(rows_by_domain, key=domain_order):
         current: dict[int, int] = {}
         filled = 0
         for row in rows_by_domain[domain]:
@@ -1236,10 +1284,10 @@ def _leaf_results(snapshot: ClusterSnapshot, request: PlacementRequest, leaves: 
     for index, leaf in enumerate(leaves):
         chunk = chunks[index] if outcome.fits and index < len(chunks) else {}
         domain = None
-        if chunk and slice_level != HOST:
-            domain = _domain_dict(snapshot, slice_level, int(snapshot.domain[slice_level, next(iter(chunk))]))
-        elif chunk:
-            domain = _domain_dict(snapshot, HOST, next(iter(chunk)))
+        if chunk and request.slice_topology_key is not None:
+            first = next(iter(chunk))
+            domain = _domain_dict(snapshot, slice_level, first if slice_level == HOST else
+                                  int(snapshot.domain[slice_level, first]))
         names = snapshot.names
         results.append(GroupPlacement(
             name=leaf.name, kind=leaf.kind, policy=leaf.policy, level=leaf.level, topology_key=leaf.topology_key,

@@ -107,8 +107,9 @@ def exclusion_counts(snapshot: ClusterSnapshot, tolerated: np.ndarray, label_ok:
     take("cordoned", (flags & CORDONED) != 0)
     untolerated = remaining & ~tolerated
     if untolerated.any():
-        codes = snapshot.taint_code[:n][untolerated]
-        for code, number in zip(*np.unique(codes, return_counts=True), strict=True):
+        per_code = np.bincount(snapshot.taint_code[:n][untolerated], minlength=len(snapshot.taint_sets))
+        for code in np.flatnonzero(per_code).tolist():
+            number = per_code[code]
             taint_keys = sorted({key for key, _, _ in snapshot.taint_sets[int(code)]})
             cause = f"taint {', '.join(repr(k) for k in taint_keys)}"
             counts[cause] = counts.get(cause, 0) + int(number)
@@ -149,34 +150,71 @@ class Fragmentation:
                 "strandedGpus": self.stranded_gpus, "emptyRacks": self.empty_racks, "freeGpus": self.free_gpus}
 
 
-def fragmentation(snapshot: ClusterSnapshot, slots: np.ndarray, free_gpu: np.ndarray, used_gpu: np.ndarray,
-                  schedulable: np.ndarray, gpus_per_pod: int) -> Fragmentation:
-    """Return the largest gang still placeable per level, stranded GPUs and empty racks.
+@dataclass
+class FragmentationState:
+    """Per-rack pod slots and per-rack emptiness for one shape, from which a Fragmentation is summarised."""
+
+    gpus_per_pod: int
+    rack_pods: np.ndarray
+    empty_racks: np.ndarray
+    host_max: int
+    stranded: int
+    free_gpus: int
+
+    def summary(self, snapshot: ClusterSnapshot) -> Fragmentation:
+        """Return the Fragmentation (largest gang per level, stranded GPUs, empty racks)."""
+        parents, _ = snapshot.domain_arrays()
+        block_pods = np.bincount(parents[RACK], weights=self.rack_pods, minlength=len(snapshot.domain_value[BLOCK]))
+        zone_pods = np.bincount(parents[BLOCK], weights=block_pods, minlength=len(snapshot.domain_value[ZONE]))
+        largest = {
+            "cluster": int(zone_pods.sum()),
+            "zone": int(zone_pods.max(initial=0)),
+            "block": int(block_pods.max(initial=0)),
+            "rack": int(self.rack_pods.max(initial=0)),
+            "host": self.host_max,
+        }
+        return Fragmentation(self.gpus_per_pod, largest, self.stranded, int(np.count_nonzero(self.empty_racks)),
+                             self.free_gpus)
+
+
+def fragmentation_state(snapshot: ClusterSnapshot, slots: np.ndarray, free_gpu: np.ndarray, used_gpu: np.ndarray,
+                        schedulable: np.ndarray, gpus_per_pod: int) -> FragmentationState:
+    """Return the fragmentation state of the snapshot for pods of `gpus_per_pod` GPUs.
 
     `slots` are per-node pod slots of the shape; stranded GPUs are free GPUs on schedulable nodes with fewer than
     `gpus_per_pod` free; an empty rack has nodes and no GPU in use.
     """
     n = snapshot.size
-    parents, _ = snapshot.domain_arrays()
     racks = snapshot.domain[RACK, :n]
     n_racks = len(snapshot.domain_value[RACK])
     rack_pods = np.bincount(racks, weights=slots.astype(np.float64), minlength=n_racks)
-    block_pods = np.bincount(parents[RACK], weights=rack_pods, minlength=len(snapshot.domain_value[BLOCK]))
-    zone_pods = np.bincount(parents[BLOCK], weights=block_pods, minlength=len(snapshot.domain_value[ZONE]))
-    largest = {
-        "cluster": int(zone_pods.sum()),
-        "zone": int(zone_pods.max(initial=0)),
-        "block": int(block_pods.max(initial=0)),
-        "rack": int(rack_pods.max(initial=0)),
-        "host": int(slots.max(initial=0)),
-    }
     positive_free = np.maximum(free_gpu, 0) * schedulable
     stranded = int(positive_free[positive_free < gpus_per_pod].sum()) if gpus_per_pod else 0
     present = (snapshot.flags[:n] & PRESENT) != 0
     rack_used = np.bincount(racks, weights=(used_gpu * present).astype(np.float64), minlength=n_racks)
     rack_nodes = np.bincount(racks, weights=present.astype(np.float64), minlength=n_racks)
-    empty = int(np.count_nonzero((rack_nodes > 0) & (rack_used == 0)))
-    return Fragmentation(gpus_per_pod, largest, stranded, empty, int(positive_free.sum()))
+    return FragmentationState(gpus_per_pod, rack_pods, (rack_nodes > 0) & (rack_used == 0),
+                              int(slots.max(initial=0)), stranded, int(positive_free.sum()))
+
+
+def fragmentation_after(state: FragmentationState, snapshot: ClusterSnapshot, rows: np.ndarray,
+                        slots_before: np.ndarray, slots_after: np.ndarray, free_gpu_before: np.ndarray,
+                        taken_gpu: np.ndarray, schedulable: np.ndarray, host_max: int) -> FragmentationState:
+    """Return `state` updated for a placement that took `taken_gpu` GPUs on `rows` (arrays aligned with rows):
+    O(touched nodes + domains) instead of another pass over every node."""
+    racks = snapshot.domain[RACK, rows]
+    rack_pods = state.rack_pods.copy()
+    np.subtract.at(rack_pods, racks, (slots_before - slots_after).astype(np.float64))
+    empty = state.empty_racks.copy()
+    empty[racks[taken_gpu > 0]] = False
+    g = state.gpus_per_pod
+    before = np.maximum(free_gpu_before, 0) * schedulable
+    after = np.maximum(free_gpu_before - taken_gpu, 0) * schedulable
+    stranded = state.stranded
+    if g:
+        stranded += int(after[after < g].sum()) - int(before[before < g].sum())
+    free_gpus = state.free_gpus - int((before - after).sum())
+    return FragmentationState(g, rack_pods, empty, host_max, stranded, free_gpus)
 
 
 def nodes_needed(missing_pods: int, pods_per_empty_node: int) -> int:

@@ -485,6 +485,20 @@ class ClusterSnapshot:
         other.shape_cache_bytes = 0
         return other
 
+    def __getstate__(self) -> dict:
+        """Pickle without caches (they can be large and are rebuilt on demand)."""
+        state = dict(self.__dict__)
+        state["_derived"] = {}
+        state["shape_cache"] = {}
+        state["shape_cache_bytes"] = 0
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore, with fresh version stamps: stamps are unique per process, not across processes."""
+        self.__dict__.update(state)
+        self.version = next_stamp()
+        self.topology_version = next_stamp()
+
     def clear_caches(self) -> None:
         """Drop the per-shape placement caches (the layout-derived arrays stay)."""
         self.shape_cache = {}

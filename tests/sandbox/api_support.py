@@ -1,4 +1,4 @@
-"""Builders shared by the sandbox conformance tests."""
+"""Builders and a raw HTTP helper shared by the sandbox API conformance tests (test_api_*.py, test_kubectl.py)."""
 
 from __future__ import annotations
 
