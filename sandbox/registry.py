@@ -348,11 +348,19 @@ class Registry:
                            "message": f'Invalid value: "{name}": {what} must consist of lower case alphanumeric '
                                       f"characters, '-' or '.', and must start and end with an alphanumeric "
                                       f"character"})
-        for i, ref in enumerate(obj["metadata"].get("ownerReferences") or ()):
+        refs = obj["metadata"].get("ownerReferences") or ()
+        for i, ref in enumerate(refs):
             for req in ("apiVersion", "kind", "name", "uid"):
                 if not ref.get(req):
                     causes.append({"reason": "FieldValueRequired", "field": f"metadata.ownerReferences[{i}].{req}",
                                    "message": "Required value"})
+        controllers = [r for r in refs if r.get("controller")]
+        if len(controllers) > 1:
+            found = ", ".join(f"{r.get('kind', '')}/{r.get('name', '')}" for r in controllers)
+            causes.append({"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
+                           "message": "Invalid value: \"array\": Only one reference can have Controller set to true. "
+                                      f'Found "true" in references for {found}'})
+        causes += _validate_labels(obj["metadata"].get("labels"))
         if not rt.builtin and rt.schema is not None:
             unknown: list[str] = []
             schemas.prune(rt.schema, obj, removed=unknown)
@@ -798,6 +806,31 @@ class Registry:
             if not opts.dry_run:
                 self.store.put(rt.key, obj, "MODIFIED", old.obj)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def _validate_labels(labels: Any) -> list[dict[str, str]]:
+    """Returns causes for label keys/values the apiserver rejects (qualified names, 63-char values)."""
+    if not isinstance(labels, dict):
+        return [] if labels is None else [{"reason": "FieldValueTypeInvalid", "field": "metadata.labels",
+                                           "message": "Invalid value: labels must be a map of strings"}]
+    causes = []
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if (not name or len(name) > 63 or not _LABEL_NAME.match(name)
+                or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))):
+            causes.append({"reason": "FieldValueInvalid", "field": "metadata.labels",
+                           "message": f'Invalid value: "{key}": name part must consist of alphanumeric characters, '
+                                      f"'-', '_' or '.', and must start and end with an alphanumeric character "
+                                      f"(at most 63 characters, optional DNS subdomain prefix)"})
+        if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.match(value)):
+            causes.append({"reason": "FieldValueInvalid", "field": f"metadata.labels.{key}",
+                           "message": f"Invalid value: {json.dumps(value)}: a valid label must be an empty string or "
+                                      f"consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                                      f"with an alphanumeric character (at most 63 characters)"})
+    return causes
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

@@ -10,13 +10,9 @@ from __future__ import annotations
 import copy
 
 from rest_framework import exceptions, status
-from rest_framework.authtoken.models import Token
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
-
-from .roles import is_viewer
 
 
 def _flatten(detail, prefix: str = "") -> list[dict]:
@@ -95,20 +91,3 @@ class SafeJSONRenderer(JSONRenderer):
             ascii_only.ensure_ascii = True
             return JSONRenderer.render(ascii_only, data, accepted_media_type, renderer_context)
 
-
-class ObtainTokenApi(ObtainAuthToken):
-    """``POST /api/v1/auth/token/`` with ``username`` and ``password``: returns ``{"token": "..."}``.
-
-    Use it as ``Authorization: Token <token>``. Only users holding a portal role get a token.
-    """
-
-    permission_classes = ()
-
-    def post(self, request, *args, **kwargs):
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        user = serializer.validated_data["user"]
-        if not is_viewer(user):
-            raise exceptions.PermissionDenied("This account has no portal role; ask an admin for viewer access.")
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key, "username": user.get_username()})

@@ -6,7 +6,7 @@ or ``sync`` would be read as the name of a policy.
 
 from django.urls import include, path
 
-from .api import ObtainTokenApi
+from .auth_api import ObtainTokenApi
 
 urlpatterns = [
     path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),

@@ -40,7 +40,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 MODE = os.environ.get("TRAINER_PORTAL_MODE", "embedded")
 if MODE not in {"embedded", "production"}:
-    raise ImproperlyConfigured("TRAINER_PORTAL_MODE must be 'embedded' or 'production', got %r" % MODE)
+    raise ImproperlyConfigured(f"TRAINER_PORTAL_MODE must be 'embedded' or 'production', got {MODE!r}")
 EMBEDDED = MODE == "embedded"
 
 DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)

@@ -591,12 +591,13 @@ def _looks_numeric(value: str) -> bool:
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if _RESOLVER.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str" or _looks_numeric(value):
-        # PyYAML's own resolver misses some forms go-yaml reads as non-strings (y, n, 1e3, 0o17): quote them too.
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    style: str | None
     if any(ch in "\x85\u2028\u2029\ufeff" or not (ch.isprintable() or ch == "\n") for ch in value):
         # Unicode line separators and control characters survive only as escapes in a double-quoted scalar.
-        style: str | None = '"'
+        style = '"'
+    elif _RESOLVER.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str" or _looks_numeric(value):
+        # PyYAML's own resolver misses some forms go-yaml reads as non-strings (y, n, 1e3, 0o17): quote them too.
+        style = "'"
     else:
         style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)

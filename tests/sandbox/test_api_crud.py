@@ -286,3 +286,29 @@ def test_foreground_deletion_removes_dependents_before_the_owner(cluster, core, 
     for i in range(3):
         core.patch_namespaced_pod(f"fg-{i}", "default", {"metadata": {"finalizers": None}})
     cluster.wait_until(lambda: not cluster.dump()["objects"].get("trainjobs.trainer.kubeflow.org"))
+
+
+@pytest.mark.parametrize(
+    ("labels", "field"),
+    [({"bad key!": "x"}, "metadata.labels"), ({"ok": "x" * 64}, "metadata.labels.ok"),
+     ({"ok": "-starts-with-dash"}, "metadata.labels.ok"), ({"UPPER.example.com/x": "y"}, "metadata.labels")],
+)
+def test_invalid_labels_are_rejected(core, labels, field):
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod("default", pod("l", labels))
+    assert field in [c["field"] for c in status_of(err.value)["details"]["causes"]]
+
+
+def test_valid_qualified_labels_are_accepted(core):
+    labels = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer", "a_b.c-d": "", "x": "A-1_b.2"}
+    assert core.create_namespaced_pod("default", pod("ok", labels)).metadata.labels == labels
+
+
+def test_only_one_owner_reference_may_be_the_controller(core):
+    owner = core.create_namespaced_pod("default", pod("owner"))
+    body = pod("two")
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": "owner", "uid": owner.metadata.uid, "controller": True}
+    body["metadata"]["ownerReferences"] = [ref, {**ref, "uid": "other", "name": "o2"}]
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod("default", body)
+    assert err.value.status == 422
