@@ -192,7 +192,10 @@ class PolicyRollbackView(PlatformAdminRequiredMixin, View):
     def post(self, request: HttpRequest, name: str, number: int) -> HttpResponse:
         policy = _policy_or_404(name)
         form = VersionForm(request.POST)
-        expected = form.cleaned_data["version"] if form.is_valid() else policy.version
+        if not form.is_valid():
+            messages.error(request, "The confirmation lost its version number; review the changes and confirm again.")
+            return redirect("runtimes:rollback", name=policy.name, number=number)
+        expected = form.cleaned_data["version"]
         try:
             updated = services.policy_rollback(
                 name=policy.name, to_revision=number, expected_version=expected, author=request.user
@@ -225,7 +228,10 @@ class PolicyDeleteView(PlatformAdminRequiredMixin, View):
     def post(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = _policy_or_404(name)
         form = VersionForm(request.POST)
-        expected = form.cleaned_data["version"] if form.is_valid() else None
+        if not form.is_valid():
+            messages.error(request, "The confirmation lost its version number; confirm again.")
+            return redirect("runtimes:delete", name=policy.name)
+        expected = form.cleaned_data["version"]
         try:
             services.policy_delete(name=policy.name, expected_version=expected, actor=request.user)
         except PolicyNotFound:

@@ -201,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._warnings = []
             self._send_error(exc)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away mid-response
             self.close_connection = True
         except Exception:
             log.exception("internal error on %s %s", method, self.path)
@@ -450,11 +450,15 @@ class Handler(BaseHTTPRequestHandler):
             cut_after=fault.after_events if fault is not None and fault.action == "cut-watch" else None,
             render=render)
         request.open()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+        except OSError:
+            request.close()  # the client left before the stream started: do not leak the subscription
+            raise
 
         def write(data: bytes) -> None:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -7,6 +7,7 @@ a server stop or a `cut-watch` fault.
 
 from __future__ import annotations
 
+import collections
 import queue
 import time
 from collections.abc import Callable
@@ -137,12 +138,12 @@ class WatchRequest:
             if self.send_initial_events and self.allow_bookmarks:
                 write(self._bookmark(self._start_rv, initial_end=True))
             last_bookmark = time.monotonic()
-            pending = list(self._backlog)
+            pending = collections.deque(self._backlog)
             while True:
                 if self.cut_after is not None and sent >= self.cut_after:
                     return
                 if pending:
-                    event = pending.pop(0)
+                    event = pending.popleft()
                 else:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or stopping():

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# CI must be reproducible: the same examples on every run (a failure found locally is kept in the example
+# database and replayed). Locally hypothesis explores new examples each run.
+hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
+hypothesis_settings.register_profile("dev", deadline=None)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture

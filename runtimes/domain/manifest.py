@@ -2,8 +2,13 @@
 
 The loader accepts only plain data: mappings with unique string keys, sequences and scalars. Anchors and aliases
 are refused outright (they are how "billion laughs" alias bombs work, and no Kubernetes manifest needs them), as
-are explicit tags (`!!python/object`, `!!binary`, `!foo`). Timestamps and sexagesimal numbers stay strings, so a
-value such as `8080:80` or `2026-01-01` is never silently turned into an int or a datetime.
+are explicit tags (`!!python/object`, `!!binary`, `!foo`). Plain scalars resolve as kubectl's go-yaml reads them
+(`y`/`on` are booleans, `1e3` a float), except that timestamps and sexagesimal numbers stay strings, so a value
+such as `8080:80` or `2026-01-01` is never silently turned into an int or a datetime. Size, depth and value-count
+limits bound the CPU a hostile document can cost; libyaml does the parsing when available.
+
+The dumper writes block-style YAML that reads back equal here and in kubectl: key order kept, no anchors, every
+string another reader could take for a non-string quoted.
 """
 
 from __future__ import annotations
@@ -207,8 +212,9 @@ class _SafeConstructor(yaml.constructor.SafeConstructor):
             key = self.construct_object(key_node, deep=True)
             line, column = _mark_position(key_node.start_mark)
             if not isinstance(key, str):
+                written = key_node.value if isinstance(key_node, ScalarNode) else key
                 raise ManifestError(
-                    f"mapping key {key!r} is of type {type(key).__name__}, not a string; quote it (\"{key}\")",
+                    f"mapping key {written!r} is read as {_kind_of(key)}, not a string; quote it (\"{written}\")",
                     line=line,
                     column=column,
                 )
@@ -348,7 +354,7 @@ def _compose_documents(loader_class: type, text: str) -> list[tuple[dict, _Where
                 if not isinstance(data, dict):
                     line, column = _mark_position(node.start_mark or start)
                     raise ManifestError(
-                        f"document {index + 1} is a {_kind_of(data)}, not a mapping; each document must be a "
+                        f"document {index + 1} is {_kind_of(data)}, not a mapping; each document must be a "
                         "Kubernetes object (apiVersion, kind, metadata, spec)",
                         line=line,
                         column=column,
@@ -390,12 +396,18 @@ def _is_empty(node: Node) -> bool:
 
 def _kind_of(value: Any) -> str:
     if isinstance(value, list):
-        return "list"
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
     if isinstance(value, str):
-        return "string"
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
     if value is None:
         return "null"
-    return type(value).__name__
+    if isinstance(value, int):
+        return "an integer"
+    return f"a {type(value).__name__}"
 
 
 class _DuplicateJsonKey(ManifestError):
@@ -433,7 +445,7 @@ def _json_document(text: str) -> dict:
             document=0,
         )
     if not isinstance(data, dict):
-        raise ManifestError(f"JSON document is a {_kind_of(data)}, not an object", line=1, column=1, document=0)
+        raise ManifestError(f"JSON document is {_kind_of(data)}, not an object", line=1, column=1, document=0)
     if _depth(data) > MAX_DEPTH:
         raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", document=0)
     return data
@@ -538,7 +550,7 @@ def load_runtimes(text: str | bytes) -> list[dict]:
                 item_where = where.items[position] if position < len(where.items) else _Where(where.index, line, column)
                 if not isinstance(item, dict):
                     raise ManifestError(
-                        f"List item {position + 1} is a {_kind_of(item)}, not an object",
+                        f"List item {position + 1} is {_kind_of(item)}, not an object",
                         line=item_where.line,
                         column=item_where.column,
                         document=where.index,

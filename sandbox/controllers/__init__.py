@@ -89,7 +89,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
                               start_delay=pod_start_delay)
     if _generator_enabled(generator):
         handles.generator = Generator(api_url, stop, trainjobs=informers["trainjobs"],
-                                      cluster_runtimes=informers["clustertrainingruntimes"])
+                                      cluster_runtimes=informers["clustertrainingruntimes"], nodes=informers["nodes"])
     # Handlers are registered above, before any informer thread delivers its first list.
     for informer in informers.values():
         informer.start()

@@ -3,7 +3,8 @@
 On start it creates the demo ClusterTrainingRuntimes of `sandbox/demo_runtimes/` that do not exist yet (the three
 upstream examples plus one runtime with `spec.scheduling` per level). Then, every `60 / rate` seconds, it submits
 a TrainJob of a random size against a random existing ClusterTrainingRuntime, with a run time annotation (and,
-for a few, a failure), so jobs queue (Unschedulable gangs), get admitted, run and complete. It never has more
+for a few, a failure), so jobs queue (Unschedulable gangs), get admitted, run and complete. numNodes is halved
+until the job would fit the empty cluster, so no generated job waits forever. It never has more
 than `max_active` unfinished generated jobs and deletes the oldest finished ones beyond `keep_finished`.
 
 Configuration (environment, read by `GeneratorConfig.from_env`): SANDBOX_GENERATOR_RATE (jobs per minute,
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from runtimes.domain.expansion import ExpansionError, expand
 from sandbox.controllers.client import ApiError, Client
 from sandbox.controllers.common import (
     DURATION_ANNOTATION,
@@ -33,7 +35,9 @@ from sandbox.controllers.common import (
     meta,
     trainjob_path,
 )
+from sandbox.controllers.fit import try_place
 from sandbox.controllers.informer import Informer
+from sandbox.controllers.podspec import build_pod
 
 log = logging.getLogger("sandbox.controllers.generator")
 
@@ -87,7 +91,7 @@ def make_trainjob(runtime: dict, index: int, rng: random.Random, config: Generat
     """Return a generated TrainJob for `runtime`: random numNodes (mostly small, sometimes large), run time."""
     runtime_name = meta(runtime)["name"]
     has_gpus = "nvidia.com/gpu" in str((runtime.get("spec") or {}).get("template"))
-    num_nodes = rng.choices([1, 2, 4, 8, 16, 24, 32], weights=[10, 14, 14, 10, 5, 3, 2])[0]
+    num_nodes = rng.choices([1, 2, 4, 8, 16, 24, 32], weights=[8, 12, 14, 12, 7, 4, 3])[0]
     trainer: dict = {"numNodes": num_nodes}
     if not has_gpus:
         gpus = rng.choice(["1", "2", "4", "8"])
@@ -110,14 +114,59 @@ def make_trainjob(runtime: dict, index: int, rng: random.Random, config: Generat
     }
 
 
+def fits_empty_cluster(job: dict, runtime: dict, nodes: list[dict]) -> bool:
+    """Return True when every PodGroup of `job` (and every ungrouped pod) fits `nodes` with nothing running.
+
+    Uses the expansion and the sandbox scheduler's own `try_place`, so a generated job can always run eventually.
+    Returns False when the runtime cannot be expanded for this job.
+    """
+    tj_meta = meta(job)
+    trainer = (job.get("spec") or {}).get("trainer") or {}
+    try:
+        expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta["namespace"],
+                           num_nodes=trainer.get("numNodes"), resources_per_node=trainer.get("resourcesPerNode"))
+    except ExpansionError:
+        return False
+    for pod_set in expansion.pod_sets:
+        for job_index in range(pod_set.replicas):
+            group_name = expansion.pod_group_for(pod_set.replicated_job, job_index)
+            if group_name is None:
+                pod = build_pod(job, runtime, pod_set.replicated_job, job_index, 0, pod_set.resources_per_pod, None)
+                if not try_place([pod], nodes, [], None).fits:
+                    return False
+    for group in expansion.leaf_groups:
+        if group.policy != "gang":
+            continue
+        pods = [build_pod(job, runtime, pod_set.replicated_job, job_index, pod_index, pod_set.resources_per_pod,
+                          group.name)
+                for pod_set in expansion.pod_sets if pod_set.replicated_job in group.replicated_jobs
+                for job_index in range(pod_set.replicas) if group.job_index in (None, job_index)
+                for pod_index in range(pod_set.pods_per_replica)]
+        if not try_place(pods, nodes, [], group.topology_key).fits:
+            return False
+    return True
+
+
+def shrink_to_fit(job: dict, runtime: dict, nodes: list[dict]) -> dict | None:
+    """Return `job` with numNodes halved until it fits an empty cluster of `nodes`, or None when even 1 does not."""
+    trainer = job["spec"].setdefault("trainer", {})
+    num_nodes = int(trainer.get("numNodes") or 1)
+    while num_nodes >= 1:
+        trainer["numNodes"] = num_nodes
+        if fits_empty_cluster(job, runtime, nodes):
+            return job
+        num_nodes //= 2
+    return None
+
+
 class Generator:
     """Submits generated TrainJobs at a steady rate (daemon thread)."""
 
     def __init__(self, api_url: str, stop: threading.Event, *, trainjobs: Informer, cluster_runtimes: Informer,
-                 config: GeneratorConfig | None = None):
+                 nodes: Informer | None = None, config: GeneratorConfig | None = None):
         self.client = Client(api_url, user_agent="sandbox-generator")
         self.stop = stop
-        self.trainjobs, self.cluster_runtimes = trainjobs, cluster_runtimes
+        self.trainjobs, self.cluster_runtimes, self.nodes = trainjobs, cluster_runtimes, nodes
         self.config = config or GeneratorConfig.from_env()
         self.rng = random.Random(self.config.seed)
         self.index = 0
@@ -162,19 +211,23 @@ class Generator:
         if not runtimes:
             return None
         existing = {meta(j)["name"] for j in self.trainjobs.items()}
-        job = None
-        for _ in range(1000):
+        nodes = self.nodes.items() if self.nodes is not None else None
+        for _ in range(20):
             self.index += 1
-            job = make_trainjob(self.rng.choice(runtimes), self.index, self.rng, self.config)
-            if meta(job)["name"] not in existing:
-                break
-        assert job is not None
-        self.client.create(trainjob_path(self.config.namespace), job)
-        return meta(job)["name"]
+            runtime = self.rng.choice(runtimes)
+            job = make_trainjob(runtime, self.index, self.rng, self.config)
+            if meta(job)["name"] in existing:
+                continue
+            if nodes is not None:
+                job = shrink_to_fit(job, runtime, nodes)
+            if job is not None:
+                self.client.create(trainjob_path(self.config.namespace), job)
+                return meta(job)["name"]
+        return None
 
     def _run(self) -> None:
-        for informer in (self.trainjobs, self.cluster_runtimes):
-            while not informer.synced.wait(0.5):
+        for informer in (self.trainjobs, self.cluster_runtimes, self.nodes):
+            while informer is not None and not informer.synced.wait(0.5):
                 if self.stop.is_set():
                     return
         # Demo runtimes are created once: a user deleting one later should not see it come back.

@@ -198,6 +198,8 @@ class Kubelet:
             try:
                 self._act(pod, action)
             except (ApiError, OSError) as error:
+                if isinstance(error, ApiError) and error.status == 404:
+                    continue  # the pod is gone: nothing left to do
                 log.info("kubelet %s %s failed: %s (retrying)", action, key, error)
                 self._retry(key, action)
             except Exception:

@@ -89,6 +89,8 @@ class GangScheduler:
             self._unfit.pop(object_key(_old), None)
 
     def _note_pod_capacity(self, _event: str, old: dict | None, new: dict | None) -> None:
+        if new is None and old is not None:
+            self._written.pop(object_key(old), None)
         was_holding = old is not None and (old.get("spec") or {}).get("nodeName") and not is_terminal(old)
         holds = new is not None and (new.get("spec") or {}).get("nodeName") and not is_terminal(new) and not meta(
             new).get("deletionTimestamp")
@@ -158,6 +160,8 @@ class GangScheduler:
             attempt = try_place([pod], nodes, [], None, free=free)
             if attempt.fits:
                 self._bind_all([pod], attempt, free)
+            else:
+                self._mark_unschedulable(pod, attempt.message)
         return self._failed_writes
 
     def _schedule_group(self, group: dict, group_pods: list[dict], nodes: list[dict],
@@ -234,6 +238,22 @@ class GangScheduler:
             self.assumed.pop(object_key(pod), None)
             self._failed_writes = True
             log.info("bind %s/%s -> %s failed: %s", namespace, name, node_name, error)
+
+    def _mark_unschedulable(self, pod: dict, message: str) -> None:
+        """Set PodScheduled=False/Unschedulable on a pod outside any PodGroup (as kube-scheduler does)."""
+        key = object_key(pod)
+        if self._written.get(key) == (meta(pod).get("resourceVersion"), False, "Unschedulable", message):
+            return
+        conditions = with_condition(pod, "PodScheduled", False, "Unschedulable", message)
+        if conditions is None:
+            return
+        self._written[key] = (meta(pod).get("resourceVersion"), False, "Unschedulable", message)
+        try:
+            self.client.patch_status(pod_path(meta(pod)["namespace"], meta(pod)["name"]),
+                                     {"status": {"conditions": conditions}})
+        except (ApiError, OSError) as error:
+            self._written.pop(key, None)
+            log.info("pod %s status update failed: %s", key, error)
 
     def _set_condition(self, group: dict, status: bool, reason: str, message: str) -> None:
         key = object_key(group)

@@ -120,6 +120,25 @@
     }
   });
 
+  /* Keep the YAML editor's scroll position when the form re-renders it, so the edited part stays in view. */
+  var yamlScroll = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    var textarea = document.getElementById("id_yaml");
+    if (target && target.id === "yaml-pane" && textarea) {
+      yamlScroll = { top: textarea.scrollTop, left: textarea.scrollLeft };
+    }
+  });
+  // htmx:load fires on the new pane (an outerHTML swap detaches the old target, so afterSwap never bubbles here).
+  document.addEventListener("htmx:load", function (event) {
+    var textarea = document.getElementById("id_yaml");
+    if (yamlScroll && textarea && event.target && event.target.id === "yaml-pane") {
+      textarea.scrollTop = yamlScroll.top;
+      textarea.scrollLeft = yamlScroll.left;
+      yamlScroll = null;
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:afterSettle", function (event) {
     enhance(document);

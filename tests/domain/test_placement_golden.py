@@ -305,3 +305,14 @@ def test_composite_jobs_without_a_topology_key_may_spread_over_nodes():
     assert result.fits and [job.placed for job in jobs] == [3, 3]
     assert all(job.span["nodes"] == 3 and job.domain is None for job in jobs)
     assert set(jobs[0].pods_per_node).isdisjoint(jobs[1].pods_per_node)
+
+
+@pytest.mark.parametrize("key", [KEYS.zone, KEYS.rack, KEYS.host, None])
+def test_an_empty_cluster_is_explained(key):
+    result = place([PlacementRequest("g", 4, {GPU: 1}, topology_key=key)], ClusterSnapshot())
+    group = result.groups[0]
+    assert not group.fits and group.explanation.total_nodes == 0
+    assert "Total nodes: 0" in group.message
+    json.dumps(result.to_dict())
+    nothing = place([PlacementRequest("g", 0, {GPU: 1}, topology_key=key)], ClusterSnapshot()).groups[0]
+    assert nothing.fits and nothing.placed == 0

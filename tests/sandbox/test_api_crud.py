@@ -312,3 +312,27 @@ def test_only_one_owner_reference_may_be_the_controller(core):
     with pytest.raises(k8s.ApiException) as err:
         core.create_namespaced_pod("default", body)
     assert err.value.status == 422
+
+
+def test_generate_name_creates_a_unique_name(core):
+    body = pod("")
+    body["metadata"] = {"generateName": "worker-"}
+    first = core.create_namespaced_pod("default", body)
+    second = core.create_namespaced_pod("default", body)
+    assert first.metadata.name.startswith("worker-") and first.metadata.name != second.metadata.name
+
+
+def test_delete_collection_honours_the_label_selector(core):
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        core.create_namespaced_pod("default", pod(name, {"team": team}))
+    core.delete_collection_namespaced_pod("default", label_selector="team=x")
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["c"]
+
+
+def test_an_exact_list_at_a_compacted_resource_version_is_expired(cluster, core):
+    rv = core.list_namespaced_pod("default").metadata.resource_version
+    core.create_namespaced_pod("default", pod("later"))
+    cluster.compact()
+    with pytest.raises(k8s.ApiException) as err:
+        core.list_namespaced_pod("default", resource_version=rv, resource_version_match="Exact")
+    assert err.value.status == 410 and status_of(err.value)["reason"] == "Expired"

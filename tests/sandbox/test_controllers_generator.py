@@ -7,7 +7,8 @@ import random
 import pytest
 
 from runtimes.domain.expansion import expand
-from sandbox.controllers.generator import GeneratorConfig, demo_runtimes, make_trainjob
+from sandbox.controllers.generator import GeneratorConfig, demo_runtimes, make_trainjob, shrink_to_fit
+from sandbox.topology import preset_nodes
 from tests.sandbox.controllers_support import Cluster, is_true, simulated_cluster
 
 GENERATED = "sandbox.trainer-portal.io/generated"
@@ -37,6 +38,30 @@ def test_it_generates_valid_deterministic_trainjobs(seed):
             assert int(annotations["sandbox.trainer-portal.io/fail-after-seconds"]) < 20
         assert job["metadata"]["labels"][GENERATED] == "true"
         assert len(job["metadata"]["name"]) <= 63 and job["spec"]["trainer"]["numNodes"] >= 1
+
+
+def _runtime(name: str) -> dict:
+    return next(r for r in demo_runtimes() if r["metadata"]["name"] == name)
+
+
+@pytest.mark.parametrize(("runtime", "asked", "expected"), [("torch-gang-rack", 32, 4), ("torch-gang-rack", 3, 3),
+                                                            ("torch-gang-zone", 32, 32), ("torch-gang-zone", 40, 20),
+                                                            ("torch-distributed", 64, 64)])
+def test_it_shrinks_generated_jobs_until_they_fit_the_empty_cluster(runtime, asked, expected):
+    job = make_trainjob(_runtime(runtime), 1, random.Random(1), GeneratorConfig())
+    job["spec"]["trainer"]["numNodes"] = asked
+    job["spec"]["trainer"].pop("resourcesPerNode", None)
+    if runtime == "torch-distributed":
+        job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"nvidia.com/gpu": "8"}}
+    # demo: a rack holds four 8-GPU pods, the clean zone 32; pods without a PodGroup only need a node each
+    # (the rest of a too-big job waits for the first pods to finish).
+    assert shrink_to_fit(job, _runtime(runtime), preset_nodes("demo"))["spec"]["trainer"]["numNodes"] == expected
+
+
+def test_it_gives_up_on_a_job_whose_single_pod_fits_no_node():
+    job = make_trainjob(_runtime("torch-distributed"), 1, random.Random(1), GeneratorConfig())
+    job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"nvidia.com/gpu": "16"}}
+    assert shrink_to_fit(job, _runtime("torch-distributed"), preset_nodes("demo")) is None
 
 
 def test_it_rejects_a_non_numeric_rate(monkeypatch):

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+import threading
 import time
 
 import pytest
@@ -89,16 +90,20 @@ def test_kubectl_get_watch_prints_changes(kubectl, core):
     from tests.sandbox.api_support import pod
 
     core.create_namespaced_pod("default", pod("watched"))
-    watcher = subprocess.Popen([KUBECTL, "get", "pods", "-w", "--request-timeout=5s"], stdout=subprocess.PIPE,
+    watcher = subprocess.Popen([KUBECTL, "get", "pods", "-w", "--request-timeout=8s"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=kubectl.env)
-    time.sleep(1.5)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(watcher.stdout.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 20
+    while not any(line.startswith("watched") for line in lines) and time.monotonic() < deadline:
+        time.sleep(0.05)  # wait until kubectl has listed, so the changes below arrive through its watch
     core.patch_namespaced_pod("watched", "default", {"metadata": {"labels": {"x": "1"}}})
     core.delete_namespaced_pod("watched", "default")
     try:
-        out, err = watcher.communicate(timeout=20)
+        watcher.wait(timeout=30)
     except subprocess.TimeoutExpired:
         watcher.kill()
-        out, err = watcher.communicate()
-    lines = [line for line in out.splitlines() if line.startswith("watched")]
-    assert len(lines) >= 2, (out, err)
-    assert out.splitlines()[0].split()[:3] == ["NAME", "READY", "STATUS"]
+    reader.join(5)
+    assert lines and lines[0].split()[:3] == ["NAME", "READY", "STATUS"], (lines, watcher.stderr.read())
+    assert len([line for line in lines if line.startswith("watched")]) >= 3, lines

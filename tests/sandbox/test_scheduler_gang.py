@@ -132,3 +132,20 @@ def test_it_admits_waiting_gangs_in_fifo_order_when_capacity_frees(cluster: Clus
     cluster.wait(lambda: is_true(_group_of(cluster, "zulu"), SCHEDULED))
     assert condition(_group_of(cluster, "alpha"), SCHEDULED)["reason"] == "Unschedulable"
     assert "best zone" in condition(_group_of(cluster, "alpha"), SCHEDULED)["message"]
+
+
+def test_it_marks_an_unschedulable_ungrouped_pod_and_binds_a_schedulable_one(cluster: Cluster):
+    def plain(name: str, gpus: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"containers": [{"name": "main", "image": "busybox",
+                                         "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+
+    cluster.client.create("/api/v1/namespaces/default/pods", plain("too-big", "16"))
+    cluster.client.create("/api/v1/namespaces/default/pods", plain("fits", "8"))
+    pods = cluster.wait(lambda: (p := {x["metadata"]["name"]: x for x in cluster.pods()}) and condition(
+        p.get("too-big"), "PodScheduled") and p["fits"]["spec"].get("nodeName") and p)
+    refused = condition(pods["too-big"], "PodScheduled")
+    assert (refused["status"], refused["reason"]) == ("False", "Unschedulable")
+    assert refused["message"] == ("0/64 nodes are available: the cluster fits 0 of 1 pods; 2 nodes are cordoned, "
+                                  "1 not ready, 1 has an untolerated taint, 60 have insufficient nvidia.com/gpu")
+    assert is_true(pods["fits"], "PodScheduled")

@@ -172,3 +172,19 @@ def test_it_asks_for_input(admin_client):
     response = admin_client.post(url("import"), {"text": "  ", "mode": "create-only"})
     assert response.status_code == 400
     assert "Paste YAML/JSON or choose a file" in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("view", ["rollback", "delete"])
+def test_it_wants_the_version_on_confirmations(admin_client, two_revisions, view):
+    kwargs = {"name": "mpi-racks", "number": 1} if view == "rollback" else {"name": "mpi-racks"}
+    response = admin_client.post(url(view, **kwargs), {}, follow=True)
+    assert "lost its version number" in response.content.decode()
+    assert policy_get(name="mpi-racks").version == 2
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_delete_from_a_stale_page(admin_client, two_revisions):
+    response = admin_client.post(url("delete", name="mpi-racks"), {"version": 1}, follow=True)
+    assert "changed since you loaded it" in response.content.decode()
+    assert RuntimePolicy.objects.filter(name="mpi-racks").exists()

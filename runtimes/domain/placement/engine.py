@@ -652,6 +652,8 @@ class _Placer:
         if slice_level != HOST and level != CLUSTER and slice_level < level:
             raise PlacementInputError(f"{request.name}: the slice level ({LEVEL_NAMES[slice_level]}) must not be "
                                       f"coarser than the group's level ({LEVEL_NAMES[level]})")
+        if request.pod_count == 0:
+            return _Outcome(True, 0, {}, level, None, {}, None, f"{request.name}: no pods to place", shape)
         if request.policy == BASIC or (level == CLUSTER and slice_size == 1 and slice_level == HOST):
             return self._least_free(view, request, shape, restrict)
         if request.preferred and level != CLUSTER:
@@ -661,18 +663,18 @@ class _Placer:
     def _preferred(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
                    slice_size: int, restrict: np.ndarray | None) -> _Outcome:
         """Kueue preferred mode: the requested level, else the next coarser one that fits, else spread."""
-        first = None
         for candidate in range(level, CLUSTER - 1, -1):
             if slice_level != HOST and candidate > slice_level:
                 continue
-            outcome = self._required(view, request, shape, candidate, slice_level, slice_size, restrict)
-            if first is None:
-                first = outcome
+            # Explanations are only built for the requested level, and only when nothing fits.
+            outcome = self._required(view, request, shape, candidate, slice_level, slice_size, restrict,
+                                     explain=False)
             if outcome.fits:
                 if candidate != level:
-                    outcome.message += f" (preferred {LEVEL_NAMES[level]} not possible: {first.message})"
+                    outcome.message += (f" (preferred {LEVEL_NAMES[level]} not possible: no {LEVEL_NAMES[level]} "
+                                        f"holds all {request.pod_count:,} pods)")
                 return outcome
-        return first
+        return self._required(view, request, shape, level, slice_level, slice_size, restrict)
 
     def _least_free(self, view: _View, request: PlacementRequest, shape: _Shape,
                     restrict: np.ndarray | None) -> _Outcome:
@@ -709,7 +711,7 @@ class _Placer:
                         explanation, message, shape)
 
     def _required(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
-                  slice_size: int, restrict: np.ndarray | None) -> _Outcome:
+                  slice_size: int, restrict: np.ndarray | None, *, explain: bool = True) -> _Outcome:
         label_levels = max(level, slice_level if slice_level != HOST else -1) + 1
         counts = view.counts(shape, label_levels, slice_level, slice_size, restrict)
         need = request.pod_count // slice_size
@@ -720,7 +722,7 @@ class _Placer:
                 chosen = dict(zip(picked.tolist(), amounts.tolist(), strict=True))
                 pods, assignments = _descend(view, counts, ZONE, chosen) if self.assign else ({}, {})
                 return self._fit(request, shape, CLUSTER, None, pods, assignments, len(chosen))
-            return self._no_fit(view, request, shape, CLUSTER, None, total, counts, restrict)
+            return self._no_fit(view, request, shape, CLUSTER, None, total, counts, restrict, explain)
         if level == HOST:
             caps = counts.node_units
         else:
@@ -737,12 +739,12 @@ class _Placer:
             return self._fit(request, shape, level, best, pods, assignments, 1)
         labelled = self._labelled_domains(view, level, label_levels, restrict)
         if not labelled.any():
-            return self._no_fit(view, request, shape, level, None, 0, counts, restrict)
+            return self._no_fit(view, request, shape, level, None, 0, counts, restrict, explain)
         tie = counts.node_slots if level == HOST else counts.pods[level]
         rank = (np.arange(len(caps)) if level == HOST else view.ranks[level])
         # Domains made only of nodes without the label never count as "the best domain".
         best = int(np.lexsort((rank, tie, -np.where(labelled, caps, -1)))[0])
-        return self._no_fit(view, request, shape, level, best, int(caps[best]), counts, restrict)
+        return self._no_fit(view, request, shape, level, best, int(caps[best]), counts, restrict, explain)
 
     def _labelled_domains(self, view: _View, level: int, label_levels: int,
                           restrict: np.ndarray | None) -> np.ndarray:
@@ -768,7 +770,9 @@ class _Placer:
         return _Outcome(True, placed, pods, level, domain_id, assignments, None, message, shape)
 
     def _no_fit(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, best: int | None,
-                have: int, counts: _Counts, restrict: np.ndarray | None) -> _Outcome:
+                have: int, counts: _Counts, restrict: np.ndarray | None, explain: bool = True) -> _Outcome:
+        if not explain:
+            return _Outcome(False, 0, {}, level, best, {}, None, f"{request.name}: does not fit", shape)
         explanation = self._explain(view, request, shape, level, counts.slice_level, counts.slice_size, best, counts,
                                     restrict, have=have)
         return _Outcome(False, 0, {}, level, best, {}, explanation, explanation.message, shape)
@@ -812,7 +816,7 @@ class _Placer:
                       restrict: np.ndarray | None) -> list[str]:
         """Return advice, most useful first: a coarser level that fits, capacity to add, nodes to repair."""
         advice: list[str] = []
-        if best is None and level != CLUSTER:
+        if best is None and level != CLUSTER and self.snapshot.node_count:
             advice.append(f"no node carries the label {self.keys.levels()[level]!r}: label the nodes or choose "
                           f"another level")
         if level != CLUSTER:
