@@ -82,7 +82,7 @@ def topology_key_choices() -> list[str]:
 
 def composite_enabled() -> bool:
     """Return True when this site runs Trainer with the TrainJobCompositePodGroup gate (settings flag)."""
-    return bool(getattr(settings, "TRAINER_PORTAL_COMPOSITE_POD_GROUPS", False))
+    return bool(getattr(settings, "SCHEDULING_COMPOSITE_ENABLED", False))
 
 
 # --------------------------------------------------------------------------------------------------- list filters

@@ -419,8 +419,24 @@ def _check_same_name(manifest: dict, name: str) -> None:
         )
 
 
+# Names that collide with fixed URL segments under /runtimes/ and /api/v1/runtimes/ (import, validate, sync…):
+# a policy with such a name could be stored but never reached at its own URL.
+RESERVED_POLICY_NAMES = frozenset({"new", "import", "export", "validate", "sync"})
+
+
 def _create(*, manifest: dict, report: ValidationReport, author: Any, message: str, source: str) -> RuntimePolicy:
     name = _manifest_name(manifest)
+    if name in RESERVED_POLICY_NAMES:
+        raise PolicyInvalid(
+            [
+                _error(
+                    "metadata.name",
+                    f"'{name}' is reserved by the portal's URLs ({', '.join(sorted(RESERVED_POLICY_NAMES))}); "
+                    f"choose another name, e.g. '{name}-runtime'",
+                    "reserved",
+                )
+            ]
+        )
     if RuntimePolicy.objects.filter(name=name).exists():
         raise PolicyNameTaken(name)
     try:

@@ -712,9 +712,7 @@ class Registry:
         if len(alive) == len(refs):
             return
         if not alive:
-            owner_foreground = False
-            self.delete(rt, where[1] or None, where[2], None, False,
-                        propagation="Foreground" if owner_foreground else "Background")
+            self.delete(rt, where[1] or None, where[2], None, False, propagation="Background")
             return
         obj = _copy(entry)
         obj["metadata"]["ownerReferences"] = alive

@@ -67,3 +67,10 @@ def test_it_logs_users_out_with_a_post(client, persona, request):
 
 def test_the_healthz_probe_needs_no_login(client):
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_it_explains_a_403_to_a_user_without_a_role(client, charlie):
+    client.login(username="charlie", password="charlie-password-1")
+    response = client.get("/runtimes/")
+    assert response.status_code == 403
+    assert b"viewer" in response.content and b"platform-admin" in response.content

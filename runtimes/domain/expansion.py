@@ -16,8 +16,9 @@ Decisions (documented in docs/placement.md):
 - `composite=True` needs replicatedJobs entries; it emits a root CompositePodGroup (L1 fields, default gang),
   a child CompositePodGroup per entry that has `job` (L3 leaves under it), and a leaf PodGroup per entry
   without `job`. All objects then use `scheduling.k8s.io/v1alpha3` (CompositePodGroup exists only there).
-- `resourcesPerNode` overrides the trainer ancestor's main container per resource (other resources of the
-  runtime's container are kept); for MPI it also applies to ReplicatedJob `node`.
+- `resourcesPerNode` replaces the resources of the trainer ancestor's main container as a whole (as upstream does:
+  the runtime container's other resources are dropped); for MPI with `runLauncherAsNode` it also applies to
+  ReplicatedJob `node`.
 """
 
 from __future__ import annotations
@@ -486,8 +487,9 @@ def _pod_sets(spec: dict, rjobs: list[_RJob], num_nodes: int, per_node: dict[str
         else:
             count = rjob.parallelism
         resources = _container_requests(rjob.container, rjob.container_path)
-        if per_node is not None and (is_trainer or (is_mpi and rjob.name == MPI_NODE)):
-            resources = {**resources, **per_node}
+        if per_node is not None and (is_trainer or (launcher_as_node and rjob.name == MPI_NODE)):
+            # Upstream replaces the container's whole ResourceRequirements (trainingruntime.go, jobset.go).
+            resources = dict(per_node)
         pod_sets.append(PodSet(rjob.name, rjob.replicas, count, rjob.ancestor, resources, rjob.depends_on))
     return tuple(pod_sets)
 

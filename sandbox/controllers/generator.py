@@ -8,7 +8,7 @@ until the job would fit the empty cluster, so no generated job waits forever. It
 than `max_active` unfinished generated jobs and deletes the oldest finished ones beyond `keep_finished`.
 
 Configuration (environment, read by `GeneratorConfig.from_env`): SANDBOX_GENERATOR_RATE (jobs per minute,
-default 6), SANDBOX_GENERATOR_MAX_ACTIVE (default 12), SANDBOX_GENERATOR_SEED (default 7),
+default 10), SANDBOX_GENERATOR_MAX_ACTIVE (default 16), SANDBOX_GENERATOR_SEED (default 7),
 SANDBOX_GENERATOR_NAMESPACE (default "default"), SANDBOX_GENERATOR_MIN_SECONDS / _MAX_SECONDS (run time range,
 default 20-180), SANDBOX_GENERATOR_FAILURE_RATIO (default 0.08).
 """
@@ -64,8 +64,8 @@ def _env_number(name: str, default: float) -> float:
 class GeneratorConfig:
     """Generator knobs; `rate` is TrainJobs per minute."""
 
-    rate: float = 6.0
-    max_active: int = 12
+    rate: float = 10.0
+    max_active: int = 16
     keep_finished: int = 20
     seed: int = 7
     namespace: str = "default"

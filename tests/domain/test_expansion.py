@@ -146,17 +146,25 @@ def test_it_counts_initializers_and_takes_gpus_from_limits():
     assert expansion.total_resources() == {"nvidia.com/gpu": "4"}
 
 
-def test_it_overrides_container_resources_per_resource_with_resources_per_node():
+def test_resources_per_node_replaces_the_trainer_container_resources_as_upstream_does():
     runtime = _runtime([_rjob("node", ancestor="trainer", resources={"requests": {"cpu": "16", "memory": "64Gi"},
                                                                      "limits": {"nvidia.com/gpu": 8}})])
-    expansion = expand(runtime, trainjob_name="j", num_nodes=3, resources_per_node={"nvidia.com/gpu": "4"})
-    assert expansion.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "4", "cpu": "16", "memory": "64Gi"}
-    assert expansion.total_resources() == {"cpu": "48", "memory": "192Gi", "nvidia.com/gpu": "12"}
+    assert expand(runtime, trainjob_name="j", num_nodes=3).pod_set("node").resources_per_pod == {
+        "nvidia.com/gpu": "8", "cpu": "16", "memory": "64Gi"}
+    expansion = expand(runtime, trainjob_name="j", num_nodes=3,
+                       resources_per_node={"requests": {"nvidia.com/gpu": "4", "cpu": "8"}})
+    assert expansion.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "4", "cpu": "8"}
+    assert expansion.total_resources() == {"cpu": "24", "nvidia.com/gpu": "12"}
+    flat = expand(runtime, trainjob_name="j", num_nodes=3, resources_per_node={"nvidia.com/gpu": 2})
+    assert flat.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "2"}
 
 
-def test_it_applies_resources_per_node_to_the_mpi_node_job():
+def test_it_applies_resources_per_node_to_the_mpi_node_job_only_with_launcher_as_node():
     expansion = expand(_mpi(True), trainjob_name="j", num_nodes=4, resources_per_node=GPU4)
     assert expansion.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "4"}
+    assert expansion.pod_set("launcher").resources_per_pod == {"nvidia.com/gpu": "4"}
+    expansion = expand(_mpi(False), trainjob_name="j", num_nodes=4, resources_per_node=GPU4)
+    assert expansion.pod_set("node").resources_per_pod == {}
     assert expansion.pod_set("launcher").resources_per_pod == {"nvidia.com/gpu": "4"}
 
 

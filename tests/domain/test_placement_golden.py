@@ -173,17 +173,18 @@ def test_a_torch_expansion_places_its_level_1_gang_in_one_zone():
 
 
 def test_launcher_and_workers_are_placed_in_the_same_block():
-    rjob = {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-            "spec": {"template": {"spec": {"containers": [{"name": "node", "resources": {
-                "requests": {"cpu": "2"}}}]}}}}
+    launcher = {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "node", "resources": {
+                    "requests": {"cpu": "2"}}}]}}}}
+    workers = {"spec": {"template": {"spec": {"containers": [{"name": "node", "resources": {
+        "limits": {GPU: "8"}}}]}}}}
     runtime = {"spec": {
         "mlPolicy": {"numNodes": 1, "mpi": {"runLauncherAsNode": False}},
         "scheduling": {"replicatedJobs": [{"targetReplicatedJobs": ["launcher", "node"],
                                            "schedulingConstraints": {"topology": [{"key": KEYS.block}]}}]},
         "template": {"spec": {"replicatedJobs": [
-            {"name": "launcher", "template": rjob},
-            {"name": "node", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}}]}}}}
-    expansion = expand(runtime, trainjob_name="mpi", num_nodes=4, resources_per_node={GPU: 8})
+            {"name": "launcher", "template": launcher}, {"name": "node", "template": workers}]}}}}
+    expansion = expand(runtime, trainjob_name="mpi", num_nodes=4)
     assert {p.replicated_job: p.resources_per_pod for p in expansion.pod_sets}["node"] == {GPU: "8"}
     (request,) = requests_from_expansion(expansion)
     assert request.pod_count == 4 and len(request.extra) == 1
@@ -316,3 +317,17 @@ def test_an_empty_cluster_is_explained(key):
     json.dumps(result.to_dict())
     nothing = place([PlacementRequest("g", 0, {GPU: 1}, topology_key=key)], ClusterSnapshot()).groups[0]
     assert nothing.fits and nothing.placed == 0
+
+
+def test_queue_explanations_independent_and_sequential():
+    from runtimes.domain.placement.engine import explain_queue
+
+    snapshot = snapshot_of(node("a", 8, rack="r1"), node("b", 8, rack="r2"))
+    jobs = [[PlacementRequest(f"job{i}", 8, {GPU: 1}, topology_key=KEYS.rack)] for i in range(3)]
+    independent = explain_queue(jobs, snapshot)
+    assert [r.fits for r in independent] == [True, True, True]
+    assert independent[0].groups[0].pods_per_node == {}  # fit/domain only
+    sequential = explain_queue(jobs, snapshot, sequential=True)
+    assert [r.fits for r in sequential] == [True, True, False]
+    assert "fits 0 of 8" in sequential[2].groups[0].message
+    assert snapshot.used_gpu[:2].sum() == 0

@@ -542,3 +542,15 @@ def test_an_update_without_a_name_says_which_name_to_keep(db, alice):
 
     assert caught.value.errors[0]["code"] == "required"
     assert "torch-gang" in caught.value.errors[0]["message"]
+
+
+@pytest.mark.parametrize("reserved", ["new", "import", "export", "validate", "sync"])
+def test_it_refuses_names_that_collide_with_fixed_urls(db, alice, reserved):
+    from runtimes.domain.manifest import new_runtime
+    from runtimes.errors import PolicyInvalid
+    from runtimes.services import policy_create
+
+    with pytest.raises(PolicyInvalid) as excinfo:
+        policy_create(manifest=new_runtime(reserved), author=alice, source="api")
+    assert excinfo.value.errors[0]["code"] == "reserved"
+    assert excinfo.value.errors[0]["path"] == "metadata.name"

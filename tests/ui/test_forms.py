@@ -210,3 +210,26 @@ def test_it_round_trips_fields_through_json(manifest):
 @pytest.mark.parametrize("text", ["", "[]", "{", '{"name": 1, "bogus": 2}', '{"replicated_jobs": [1]}'])
 def test_it_ignores_a_tampered_base(text):
     assert fields_from_json(text) is None
+
+
+def _mode_choices(editor: PolicyEditor) -> list[str]:
+    return [value for value, _ in editor.form.fields["scheduling_mode"].choices]
+
+
+def test_it_offers_composite_only_where_the_gate_is_on(settings):
+    editor = PolicyEditor.from_fields(fields_from_manifest(torch_manifest()))
+    assert "composite" not in _mode_choices(editor)
+    settings.SCHEDULING_COMPOSITE_ENABLED = True
+    assert "composite" in _mode_choices(PolicyEditor.from_fields(fields_from_manifest(torch_manifest())))
+
+
+def test_it_shows_an_existing_composite_policy_as_composite():
+    manifest = l2_l3_manifest()
+    manifest["spec"]["scheduling"]["schedulingPolicy"] = {"gang": {}}
+    fields = fields_from_manifest(manifest)
+    editor = PolicyEditor.from_fields(fields)
+    assert editor.form["scheduling_mode"].value() == "composite"
+    assert "composite" in _mode_choices(editor)
+    posted = PolicyEditor(data=editor_post_data(editor), fixed_name=fields.name)
+    assert posted.is_valid()
+    assert posted.to_fields() == fields

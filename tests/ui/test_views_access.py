@@ -124,3 +124,14 @@ def test_it_serves_the_login_page(client):
 def test_it_logs_in_and_lands_on_the_list(client, alice):
     response = client.post(reverse("login"), {"username": "alice", "password": "alice-password-1"}, follow=True)
     assert response.redirect_chain[-1][0] == reverse("runtimes:list")
+
+
+@pytest.mark.django_db
+def test_it_renders_the_shared_layout(client, bob):
+    client.force_login(bob)
+    html = client.get(reverse("runtimes:list")).content.decode()
+    for link in ('href="/preview/"', 'href="/cluster/"', f'href="{reverse("api-docs")}"'):
+        assert link in html
+    assert f'<form method="post" action="{reverse("logout")}">' in html
+    assert "django_htmx/htmx-2.min.js" in html and "css/portal.css" in html
+    assert 'aria-current="page">Policies</a>' in html

@@ -50,6 +50,7 @@ from runtimes.domain.placement.snapshot import (
     ZONE,
     ClusterSnapshot,
     TopologyKeys,
+    next_stamp,
     tolerates,
 )
 
@@ -967,38 +968,146 @@ def place(expansion_or_requests: Expansion | Sequence[PlacementRequest], snapsho
     `details=False` (queue explanations) answers fit / domain / explanation only: the last group is not spread
     over nodes (no `pods_per_node`, `racks`, `span`) and no fragmentation is computed.
     """
-    if keys is not None and keys != snapshot.keys:
-        raise PlacementInputError(f"the snapshot was built with topology keys {snapshot.keys.to_dict()}, not "
-                                  f"{keys.to_dict()}")
+    _check_keys(snapshot, keys)
     placer = _Placer(snapshot, snapshot.keys)
-    view = _View(snapshot)
-    before_view = view.fork()
-    if isinstance(expansion_or_requests, Expansion) and expansion_or_requests.composite:
-        groups, view = _place_composite(placer, view, expansion_or_requests, tolerations)
-        main_shape = _main_shape(requests_from_expansion(expansion_or_requests, tolerations))
-    else:
-        if isinstance(expansion_or_requests, Expansion):
-            requests = requests_from_expansion(expansion_or_requests, tolerations)
-        else:
-            requests = list(expansion_or_requests)
-        groups = []
-        for index, request in enumerate(requests):
-            last = index == len(requests) - 1
-            placer.assign = details or not last or bool(request.extra)
-            outcome, extras = _place_with_extras(placer, view, request, None)
-            groups.append(_group_result(snapshot, request, outcome, extras))
-            if last and not details:
-                break
-            if outcome.fits or request.policy == BASIC:
-                view.take(outcome.shape, outcome.pods_per_row)
-                for _, extra_outcome in extras:
-                    view.take(extra_outcome.shape, extra_outcome.pods_per_row)
-        main_shape = _main_shape(requests)
+    before_view = _View(snapshot)
+    groups, view, main_shape = _place_job(placer, before_view.fork(), expansion_or_requests, tolerations, details)
     fits = all(group.fits for group in groups if group.policy == GANG)
     before = after = None
     if with_fragmentation and details and main_shape is not None:
         before, after = _fragmentations(before_view, view, main_shape)
     return PlacementResult(groups, fits, before, after, snapshot.version, snapshot.node_count)
+
+
+def explain_queue(jobs: Iterable[Expansion | Sequence[PlacementRequest]], snapshot: ClusterSnapshot, *,
+                  sequential: bool = False, tolerations: tuple[Mapping, ...] = ()) -> list[PlacementResult]:
+    """Return one verdict per queued job, in order ("why is it not admitted").
+
+    Independent (default): every job against the current snapshot, fit/domain/explanation only. Sequential: an
+    admission simulation in queue order where every job that fits takes its capacity before the next is judged.
+    The snapshot is never modified. Raises PlacementInputError like `place`.
+    """
+    work = snapshot.copy() if sequential else snapshot
+    placer = _Placer(work, work.keys)
+    results = []
+    for job in jobs:
+        groups, after, _ = _place_job(placer, _View(work), job, tolerations, details=sequential)
+        fits = all(group.fits for group in groups if group.policy == GANG)
+        results.append(PlacementResult(groups, fits, None, None, snapshot.version, snapshot.node_count))
+        if sequential and fits and after.chunks:
+            _admit(work, *after.merged())
+    return results
+
+
+_TOPOLOGY_ONLY = ("labelled", "empty_max", "node_shape")  # view.cached entries that ignore capacity
+
+
+def _admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> None:
+    """Charge an admitted job (`taken[4, rows]`) to a private working snapshot and carry its per-shape caches over
+    to the new version by patching only the touched rows and the domain sums (O(rows + domains), not O(nodes))."""
+    snapshot.used_gpu[rows] += taken[0].astype(snapshot.used_gpu.dtype)
+    snapshot.used_cpu[rows] += taken[1]
+    snapshot.used_mem[rows] += taken[2]
+    snapshot.used_pods[rows] += taken[3].astype(snapshot.used_pods.dtype)
+    old, new = snapshot.version, next_stamp()
+    snapshot.version = new
+    entries = {key: value for key, value in snapshot.shape_cache.items() if key and key[-1] == old}
+    for key in entries:
+        value = snapshot.shape_cache.pop(key)
+        snapshot.shape_cache_bytes -= _nbytes(value)
+    view = _View(snapshot)
+    free = entries.get(("free", old))
+    if free is None:
+        return
+    current = [np.maximum(array[rows], 0, dtype=np.int64) for array in snapshot.free()] if len(rows) else []
+    for index in range(4):
+        free[index][rows] = current[index][: len(rows)] if len(rows) else free[index][rows]
+    patched: dict[int, np.ndarray] = {}  # id(array) -> array already patched this round
+    _remember(snapshot, ("free", new), free)
+    for key, value in entries.items():
+        kind = key[0]
+        if kind == "raw":
+            value[rows] = _slots([column[rows] for column in free], key[1])
+            patched[id(value)] = value
+            _remember(snapshot, (*key[:-1], new), value)
+    for key, value in entries.items():
+        if key[0] == "slots":
+            raw = _lookup(snapshot, ("raw", key[1], new))
+            if raw is None:
+                continue
+            value[rows] = raw[rows] * (view.schedulable[rows] & view.tolerated(key[1])[rows])
+            patched[id(value)] = value
+            _remember(snapshot, (*key[:-1], new), value)
+        elif key[0] in _TOPOLOGY_ONLY:
+            _remember(snapshot, (*key[:-1], new), value)
+    for key, value in entries.items():
+        if key[0] == "counts":
+            base = _lookup(snapshot, ("slots", key[1], new))
+            if base is not None and _patch_counts(view, value, base, key[2], rows, patched):
+                _remember(snapshot, (*key[:-1], new), value)
+
+
+def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, label_levels: int, rows: np.ndarray,
+                  patched: dict[int, np.ndarray]) -> bool:
+    """Update a cached phase-1 result for new slots on `rows`; return False when it cannot be patched."""
+    if counts.node_slots is base:
+        old_slots = None  # shared with the already patched base array: the old values are gone
+        return False
+    new_slots = base[rows] * (view.label_ok(label_levels)[rows] if label_levels else 1)
+    old_slots = counts.node_slots[rows].copy()
+    counts.node_slots[rows] = new_slots
+    delta = (new_slots - old_slots).astype(np.float64)
+    racks = view.snapshot.domain[RACK, rows]
+    s, slice_level = counts.slice_size, counts.slice_level
+    np.add.at(counts.pods[RACK], racks, delta.astype(np.int64))
+    for level in (BLOCK, ZONE):
+        counts.pods[level][:] = np.bincount(view.parents[level + 1], weights=counts.pods[level + 1].astype(
+            np.float64), minlength=view.n_domains[level]).astype(np.int64)
+    if s == 1:
+        return True
+    if slice_level == HOST:
+        old_units = counts.node_units[rows].copy()
+        counts.node_units[rows] = new_slots // s
+        np.add.at(counts.units[RACK], racks, counts.node_units[rows] - old_units)
+        top = RACK
+    else:
+        counts.units[slice_level][:] = counts.pods[slice_level] // s
+        top = slice_level
+    for level in range(top - 1, -1, -1):
+        counts.units[level][:] = np.bincount(view.parents[level + 1], weights=counts.units[level + 1].astype(
+            np.float64), minlength=view.n_domains[level]).astype(np.int64)
+    return True
+
+
+def _check_keys(snapshot: ClusterSnapshot, keys: TopologyKeys | None) -> None:
+    if keys is not None and keys != snapshot.keys:
+        raise PlacementInputError(f"the snapshot was built with topology keys {snapshot.keys.to_dict()}, not "
+                                  f"{keys.to_dict()}")
+
+
+def _place_job(placer: _Placer, view: _View, job: Expansion | Sequence[PlacementRequest],
+               tolerations: tuple[Mapping, ...], details: bool) -> tuple[list[GroupPlacement], _View, _Shape | None]:
+    """Place one TrainJob's groups on `view` (modified); return the group results, the view after them (a new one
+    for composite jobs) and the job's main shape."""
+    if isinstance(job, Expansion) and job.composite:
+        placer.assign = True
+        groups, view = _place_composite(placer, view, job, tolerations)
+        return groups, view, _main_shape(requests_from_expansion(job, tolerations))
+    requests = requests_from_expansion(job, tolerations) if isinstance(job, Expansion) else list(job)
+    groups = []
+    for index, request in enumerate(requests):
+        last = index == len(requests) - 1
+        placer.assign = details or not last or bool(request.extra)
+        outcome, extras = _place_with_extras(placer, view, request, None)
+        groups.append(_group_result(placer.snapshot, request, outcome, extras))
+        if last and not details:
+            break
+        if outcome.fits or request.policy == BASIC:
+            view.take(outcome.shape, outcome.pods_per_row)
+            for _, extra_outcome in extras:
+                view.take(extra_outcome.shape, extra_outcome.pods_per_row)
+    placer.assign = True
+    return groups, view, _main_shape(requests)
 
 
 def _main_shape(requests: Sequence[PlacementRequest]) -> _Shape | None:
