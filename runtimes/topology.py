@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 SNAPSHOT_FILENAME = "live-snapshot.pickle"
 SAVE_INTERVAL_SECONDS = 2.0
+# Save at least this often even when nothing changed, so a quiet cluster's snapshot does not look stale.
+HEARTBEAT_SECONDS = 30.0
 MAX_LABEL_VALUES = 50  # per key, in the picker's value counts
 
 
@@ -332,7 +334,8 @@ class TopologyWatch:
                                 break
                             self._apply(kind, update)
                 now = time.monotonic()
-                if self.tracker.ready and self.tracker.changed and now - last_save >= self.save_interval:
+                due = self.tracker.changed and now - last_save >= self.save_interval
+                if self.tracker.ready and (due or now - last_save >= HEARTBEAT_SECONDS):
                     self.save()
                     last_save = now
         finally:

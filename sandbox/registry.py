@@ -647,8 +647,9 @@ class Registry:
         where = (rt.key, meta.get("namespace", ""), meta["name"])
         for ref in refs:
             self._owner_index.setdefault(ref.get("uid", ""), set()).add(where)
-        if refs and queue_checks:
-            self._gc_queue.put("check:" + meta["uid"])
+        old_refs = (old or {}).get("metadata", {}).get("ownerReferences")
+        if refs and queue_checks and (old is None or old_refs != refs):
+            self._gc_queue.put("check:" + meta["uid"])  # owners may already be gone (or never existed)
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions") and queue_checks:
             self._register_crd(new)
 

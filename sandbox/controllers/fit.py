@@ -8,6 +8,7 @@ place the pods node by node, first fit, biggest pods first. The first domain tha
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -102,7 +103,7 @@ def _fits(free: dict[str, int], requests: dict[str, int]) -> bool:
 
 def _place_in(node_names: list[str], free: dict[str, dict[str, int]], buckets: list[tuple[dict, list[str]]]):
     """First fit node by node; return (assignments, placed count). `free` is not modified."""
-    remaining = [(req, list(names)) for req, names in buckets]
+    remaining = [(req, deque(names)) for req, names in buckets]
     assignments: dict[str, str] = {}
     for node_name in node_names:
         smallest = next((req for req, names in reversed(remaining) if names), None)
@@ -111,7 +112,7 @@ def _place_in(node_names: list[str], free: dict[str, dict[str, int]], buckets: l
         left = dict(free[node_name])
         for requests, names in remaining:
             while names and _fits(left, requests):
-                assignments[names.pop(0)] = node_name
+                assignments[names.popleft()] = node_name
                 for resource, amount in requests.items():
                     left[resource] = left.get(resource, 0) - amount
         if all(not names for _, names in remaining):

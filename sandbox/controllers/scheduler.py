@@ -71,7 +71,7 @@ class GangScheduler:
         # Bumped whenever capacity may have grown (a bound pod ends or goes, a node changes). A group that did not
         # fit is not retried until the epoch or its own pods change: nothing could make it fit meanwhile.
         self._capacity_epoch = 0
-        self._unfit: dict[str, tuple[int, int]] = {}
+        self._unfit: dict[str, tuple[int, int, int]] = {}
         self.loop = Loop("scheduler", self.sync, stop, resync=3.0, min_interval=0.05,
                          wait_for=(nodes, pods, pod_groups))
         pod_groups.add_handler(self._note_arrival)
@@ -178,13 +178,13 @@ class GangScheduler:
             domain = sorted(d for d in domains if d is not None)[0] if domains - {None} else None
         admitted = condition_is_true(group, self.flavour.scheduled_condition)
 
+        group_key = object_key(group)
+        state = (self._capacity_epoch, len(group_pods), len(pending))
+        if self._unfit.get(group_key) == state:
+            return  # failed before and nothing that could change that has happened since
         if policy == "gang" and not admitted:
             if len(group_pods) < min_count:
                 return  # PreEnqueue: wait until minCount member pods exist
-            group_key = object_key(group)
-            state = (self._capacity_epoch, len(group_pods), len(pending))
-            if self._unfit.get(group_key) == state:
-                return
             attempt = try_place(pending, nodes, [], key, domain=domain, free=free)
             if attempt.fits:
                 self._unfit.pop(group_key, None)
@@ -208,8 +208,12 @@ class GangScheduler:
                     admitted = True
             else:
                 last_failure = attempt
-        if last_failure is not None and not admitted:
-            self._set_condition(group, False, "Unschedulable", last_failure.message)
+        if last_failure is not None:
+            placed = sum(1 for p in pending if object_key(p) in self.assumed)
+            if not self._failed_writes:  # a failed bind must be retried, not remembered as "does not fit"
+                self._unfit[group_key] = (self._capacity_epoch, len(group_pods), len(pending) - placed)
+            if not admitted:
+                self._set_condition(group, False, "Unschedulable", last_failure.message)
 
     # -- writes ---------------------------------------------------------------------------------------------------
 

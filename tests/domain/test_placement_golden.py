@@ -331,3 +331,38 @@ def test_queue_explanations_independent_and_sequential():
     assert [r.fits for r in sequential] == [True, True, False]
     assert "fits 0 of 8" in sequential[2].groups[0].message
     assert snapshot.used_gpu[:2].sum() == 0
+
+
+def test_sequential_queue_with_patched_caches_matches_a_rebuild_after_every_admission():
+    from runtimes.domain.placement.engine import explain_queue
+
+    snapshot = synthetic_cluster(racks=30, fragmentation="F1", seed=5)
+    shapes = [{GPU: "4", "cpu": "8"}, {GPU: "8", "cpu": "16"}, {GPU: "2"}]
+    keys = [KEYS.zone, KEYS.block, KEYS.rack, None]
+    jobs = []
+    for index in range(40):
+        request = PlacementRequest(f"job{index}", [8, 16, 40, 3][index % 4], shapes[index % 3],
+                                   topology_key=keys[index % 4],
+                                   slice_size=8 if index % 5 == 0 and index % 4 != 3 else None,
+                                   slice_topology_key=KEYS.rack if index % 5 == 0 and index % 4 < 2 else None)
+        if request.slice_size and request.pod_count % 8:
+            request = PlacementRequest(request.name, 16, request.resources, topology_key=request.topology_key)
+        jobs.append([request])
+    fast = explain_queue(jobs, snapshot, sequential=True)
+    reference = snapshot.copy()
+    admitted = 0
+    for job, result in zip(jobs, fast, strict=True):
+        expected = place(job, reference, with_fragmentation=False)
+        assert result.fits == expected.fits, job[0].name
+        assert result.groups[0].pods_per_node == expected.groups[0].pods_per_node, job[0].name
+        if expected.fits:
+            admitted += 1
+            for name, pods in expected.groups[0].pods_per_node.items():
+                for copy in range(pods):
+                    reference.apply_pod_event("ADDED", {
+                        "metadata": {"name": f"{job[0].name}-{name}-{copy}", "namespace": "q"},
+                        "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {
+                            "requests": dict(job[0].resources)}}]},
+                        "status": {"phase": "Running"}})
+    assert 5 < admitted < len(jobs)
+    assert snapshot.used_gpu.sum() == synthetic_cluster(racks=30, fragmentation="F1", seed=5).used_gpu.sum()

@@ -1003,68 +1003,67 @@ _TOPOLOGY_ONLY = ("labelled", "empty_max", "node_shape")  # view.cached entries 
 
 
 def _admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> None:
-    """Charge an admitted job (`taken[4, rows]`) to a private working snapshot and carry its per-shape caches over
-    to the new version by patching only the touched rows and the domain sums (O(rows + domains), not O(nodes))."""
+    """Charge an admitted job (`taken[4, rows]`, unique rows) to a private working snapshot and carry its per-shape
+    caches over to the new version by patching only the touched rows and the domain sums (O(rows + domains)
+    instead of O(nodes)); entries that cannot be patched (exclusions, LeastFreeCapacity order) are dropped."""
+    old = snapshot.version
+    entries = {key: value for key, value in snapshot.shape_cache.items() if key and key[-1] == old}
+    for key in entries:
+        snapshot.shape_cache_bytes -= _nbytes(snapshot.shape_cache.pop(key))
     snapshot.used_gpu[rows] += taken[0].astype(snapshot.used_gpu.dtype)
     snapshot.used_cpu[rows] += taken[1]
     snapshot.used_mem[rows] += taken[2]
     snapshot.used_pods[rows] += taken[3].astype(snapshot.used_pods.dtype)
-    old, new = snapshot.version, next_stamp()
-    snapshot.version = new
-    entries = {key: value for key, value in snapshot.shape_cache.items() if key and key[-1] == old}
-    for key in entries:
-        value = snapshot.shape_cache.pop(key)
-        snapshot.shape_cache_bytes -= _nbytes(value)
+    snapshot.version = new = next_stamp()
     view = _View(snapshot)
+    for key, value in entries.items():
+        if key[0] in _TOPOLOGY_ONLY:
+            _remember(snapshot, (*key[:-1], new), value)
     free = entries.get(("free", old))
     if free is None:
         return
-    current = [np.maximum(array[rows], 0, dtype=np.int64) for array in snapshot.free()] if len(rows) else []
-    for index in range(4):
-        free[index][rows] = current[index][: len(rows)] if len(rows) else free[index][rows]
-    patched: dict[int, np.ndarray] = {}  # id(array) -> array already patched this round
+    columns = ((snapshot.alloc_gpu, snapshot.used_gpu), (snapshot.alloc_cpu, snapshot.used_cpu),
+               (snapshot.alloc_mem, snapshot.used_mem), (snapshot.alloc_pods, snapshot.used_pods))
+    for index, (alloc, used) in enumerate(columns):
+        free[index][rows] = np.maximum(alloc[rows].astype(np.int64) - used[rows], 0)
     _remember(snapshot, ("free", new), free)
+    free_rows = [column[rows] for column in free]
+    old_base = {key[1]: value[rows].copy() for key, value in entries.items() if key[0] == "slots"}
     for key, value in entries.items():
-        kind = key[0]
-        if kind == "raw":
-            value[rows] = _slots([column[rows] for column in free], key[1])
-            patched[id(value)] = value
+        if key[0] == "raw":
+            value[rows] = _slots(free_rows, key[1])
             _remember(snapshot, (*key[:-1], new), value)
     for key, value in entries.items():
         if key[0] == "slots":
             raw = _lookup(snapshot, ("raw", key[1], new))
-            if raw is None:
-                continue
-            value[rows] = raw[rows] * (view.schedulable[rows] & view.tolerated(key[1])[rows])
-            patched[id(value)] = value
-            _remember(snapshot, (*key[:-1], new), value)
-        elif key[0] in _TOPOLOGY_ONLY:
-            _remember(snapshot, (*key[:-1], new), value)
+            if raw is not None:
+                value[rows] = raw[rows] * (view.schedulable[rows] & view.tolerated(key[1])[rows])
+                _remember(snapshot, (*key[:-1], new), value)
     for key, value in entries.items():
         if key[0] == "counts":
             base = _lookup(snapshot, ("slots", key[1], new))
-            if base is not None and _patch_counts(view, value, base, key[2], rows, patched):
+            if base is not None and key[1] in old_base:
+                _patch_counts(view, value, base, old_base[key[1]], key[2], rows)
                 _remember(snapshot, (*key[:-1], new), value)
 
 
-def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, label_levels: int, rows: np.ndarray,
-                  patched: dict[int, np.ndarray]) -> bool:
-    """Update a cached phase-1 result for new slots on `rows`; return False when it cannot be patched."""
+def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, old_base_rows: np.ndarray, label_levels: int,
+                  rows: np.ndarray) -> None:
+    """Update a cached phase-1 result whose base slots changed on `rows` (base already holds the new values)."""
     if counts.node_slots is base:
-        old_slots = None  # shared with the already patched base array: the old values are gone
-        return False
-    new_slots = base[rows] * (view.label_ok(label_levels)[rows] if label_levels else 1)
-    old_slots = counts.node_slots[rows].copy()
-    counts.node_slots[rows] = new_slots
-    delta = (new_slots - old_slots).astype(np.float64)
+        old_slots, new_slots = old_base_rows, base[rows]
+    else:
+        old_slots = counts.node_slots[rows].copy()
+        new_slots = base[rows] * view.label_ok(label_levels)[rows] if label_levels else base[rows]
+        counts.node_slots[rows] = new_slots
     racks = view.snapshot.domain[RACK, rows]
-    s, slice_level = counts.slice_size, counts.slice_level
-    np.add.at(counts.pods[RACK], racks, delta.astype(np.int64))
+    np.add.at(counts.pods[RACK], racks, (new_slots - old_slots).astype(np.int64))
     for level in (BLOCK, ZONE):
         counts.pods[level][:] = np.bincount(view.parents[level + 1], weights=counts.pods[level + 1].astype(
             np.float64), minlength=view.n_domains[level]).astype(np.int64)
+    s, slice_level = counts.slice_size, counts.slice_level
     if s == 1:
-        return True
+        return  # units are the pods arrays themselves
     if slice_level == HOST:
         old_units = counts.node_units[rows].copy()
         counts.node_units[rows] = new_slots // s
@@ -1076,7 +1075,6 @@ def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, label_levels: 
     for level in range(top - 1, -1, -1):
         counts.units[level][:] = np.bincount(view.parents[level + 1], weights=counts.units[level + 1].astype(
             np.float64), minlength=view.n_domains[level]).astype(np.int64)
-    return True
 
 
 def _check_keys(snapshot: ClusterSnapshot, keys: TopologyKeys | None) -> None:
