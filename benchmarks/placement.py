@@ -289,7 +289,19 @@ def _pod(name: str, node: str, gpus: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print the tables; return 0 (1 when a target is missed and --strict is given)."""
+    """Run the benchmark; print the tables; return 0 (1 when a target is missed and --strict is given).
+
+    The process is pinned to one core while it runs and unpinned afterwards (`python -m benchmarks` runs other
+    modules in the same process)."""
+    original = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        return _run(argv)
+    finally:
+        if original is not None:
+            os.sched_setaffinity(0, original)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.placement")
     parser.add_argument("--quick", action="store_true", help="C1k/C10k, a few scenarios, few repetitions")
     parser.add_argument("--json", help="write every scenario's numbers to this file")

@@ -105,12 +105,20 @@ def runtime_sync_request(*, policy: RuntimePolicy) -> int:
     """Mark ``policy`` as queued for syncing its current revision and return that revision number.
 
     The caller enqueues ``runtime_sync_task(policy.id, revision)`` with ``transaction.on_commit``. Asking again
-    for a revision that is already queued or syncing changes nothing (the existing task will do it).
+    for a revision that is already queued or syncing changes no row (a duplicate task is harmless, and takes over
+    a row whose worker died).
     """
     for _ in range(5):
-        current = RuntimePolicy.objects.filter(pk=policy.pk).values("sync_state", "version").first()
+        current = (
+            RuntimePolicy.objects.filter(pk=policy.pk)
+            .values("sync_state", "version", "sync_requested_revision")
+            .first()
+        )
         if current is None:
             raise PolicyError(f"Policy '{policy.name}' no longer exists.")
+        if current["sync_state"] in ACTIVE_STATES and current["sync_requested_revision"] == current["version"]:
+            # Already on its way; the (possibly duplicate) task the caller enqueues finds it and takes over.
+            return int(current["version"])
         # Compare-and-set on both the state and the version: a concurrent edit or sync makes us re-read.
         rows = RuntimePolicy.objects.filter(pk=policy.pk, sync_state=current["sync_state"], version=current["version"])
         updated = rows.update(
@@ -306,6 +314,8 @@ def runtime_sync(
             # Optimistic precondition: if anything was written since we read `live`, the server refuses this apply.
             body["metadata"] = {**desired["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
         applied = gateway.apply(resource, body=body, force=force)
+        if force:
+            applied = _remove_foreign_fields(gateway, resource, applied, desired)
     except kube.KubeError as exc:
         if not exc.permanent:
             _record_transient(policy_id, revision, exc)
@@ -504,6 +514,33 @@ def foreign_fields(managed_fields: list[dict], field_manager: str, desired: dict
 
     Status subresource entries are ignored (controllers own status by design).
     """
+    return [(manager, ".".join(path)) for manager, path in _foreign_paths(managed_fields, field_manager, desired)]
+
+
+def _remove_foreign_fields(gateway: kube.Gateway, resource, applied: dict, desired: dict) -> dict:
+    """Delete the map fields other managers added outside our manifest (a forced re-apply keeps them otherwise).
+
+    Fields inside list items are left alone (a merge patch would replace the whole list); drift shows them.
+    """
+    managed = (applied.get("metadata") or {}).get("managedFields") or []
+    paths = [path for _, path in _foreign_paths(managed, gateway.settings.field_manager, desired)]
+    patch: dict = {}
+    for path in paths:
+        if any(step.startswith("[") for step in path):
+            continue
+        node = patch
+        for step in path[:-1]:
+            node = node.setdefault(step, {})
+            if node is None:
+                break
+        else:
+            node[path[-1]] = None
+    if not patch:
+        return applied
+    return gateway.merge_patch(resource, name=applied["metadata"]["name"], patch=patch)
+
+
+def _foreign_paths(managed_fields: list[dict], field_manager: str, desired: dict) -> list[tuple[str, tuple]]:
     found = []
     for entry in managed_fields:
         if entry.get("manager") == field_manager or entry.get("subresource"):
@@ -514,7 +551,7 @@ def foreign_fields(managed_fields: list[dict], field_manager: str, desired: dict
             )):
                 continue
             if not _present(desired, path):
-                found.append((str(entry.get("manager") or "?"), ".".join(path)))
+                found.append((str(entry.get("manager") or "?"), path))
     return found
 
 

@@ -20,7 +20,7 @@ def alice(django_user_model):
     from django.contrib.auth.models import Group
 
     user = django_user_model.objects.create_user("alice", password="alice-password-1")
-    user.groups.add(Group.objects.get(name="platform-admin"))
+    user.groups.add(Group.objects.get_or_create(name="platform-admin")[0])
     return user
 
 
@@ -30,7 +30,7 @@ def bob(django_user_model):
     from django.contrib.auth.models import Group
 
     user = django_user_model.objects.create_user("bob", password="bob-password-1")
-    user.groups.add(Group.objects.get(name="viewer"))
+    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
     return user
 
 

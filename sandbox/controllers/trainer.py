@@ -15,12 +15,15 @@ Decisions:
 - `dependsOn` / startup order is not simulated: all pods are created at once.
 - A failed pod fails the TrainJob (JobSet's default failure policy, no restarts); on Complete or Failed the
   remaining running pods are deleted, freeing capacity. `successPolicy` (All/Any over target rJobs) is honoured.
+- `spec.activeDeadlineSeconds` (counted from creation, or from the last resume) sets `Failed`/`DeadlineExceeded`
+  and deletes the running pods, checked on every pass (so within the 5 s resync).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from runtimes.domain.expansion import Expansion, ExpansionError, expand
 from sandbox.controllers.client import ApiError, Client
@@ -30,10 +33,12 @@ from sandbox.controllers.common import (
     TRAINER_GROUP_VERSION,
     KubeFlavour,
     condition_is_true,
+    find_condition,
     is_terminal,
     meta,
     now,
     owner_uid,
+    parse_time,
     pod_path,
     trainjob_path,
     with_condition,
@@ -228,6 +233,13 @@ class TrainerController:
 
         status = jobs_status(expansion, pods, suspended)
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+        if not suspended and self._deadline_exceeded(trainjob):
+            deadline = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
+            changes.append(("Failed", True, "DeadlineExceeded",
+                            f"TrainJob exceeded its activeDeadlineSeconds ({deadline}s)"))
+            self._set_conditions(trainjob, changes, jobs=status)
+            self._delete_running(pods)
+            return
         if failed:
             names = ", ".join(sorted(meta(p)["name"] for p in failed)[:3])
             changes.append(("Failed", True, "FailedJobs", f"jobset failed: pod(s) {names} failed"))
@@ -236,6 +248,17 @@ class TrainerController:
         self._set_conditions(trainjob, changes, jobs=status)
         if failed or any(c[0] == "Complete" for c in changes):
             self._delete_running(pods)
+
+    @staticmethod
+    def _deadline_exceeded(trainjob: dict) -> bool:
+        """Return True when `spec.activeDeadlineSeconds` has passed since the job started (or last resumed)."""
+        deadline = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
+        if not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0:
+            return False
+        resumed = find_condition(trainjob, "Suspended")
+        started = parse_time(resumed.get("lastTransitionTime")) if resumed and resumed.get("status") == "False" \
+            else parse_time(meta(trainjob).get("creationTimestamp"))
+        return started is not None and time.time() - started > deadline
 
     # -- children -------------------------------------------------------------------------------------------------
 

@@ -174,3 +174,14 @@ def test_it_survives_compaction_cut_watches_and_api_errors(cluster: Cluster):
     assert done["status"]["jobsStatus"][0]["succeeded"] == 1
     assert len(cluster.pods("tough")) == 3
     assert cluster.process._call("GET", "/sandbox/faults")["faults"] == []  # every injected fault was hit
+
+
+def test_it_fails_a_trainjob_past_its_active_deadline_and_stops_its_pods(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    job = trainjob("slow", "torch-gang-zone", num_nodes=2)  # no duration: would run forever
+    job["spec"]["activeDeadlineSeconds"] = 2
+    cluster.submit(job)
+    cluster.wait(lambda: {p["status"].get("phase") for p in cluster.pods("slow")} == {"Running"})
+    failed = cluster.wait(lambda: (j := cluster.trainjob("slow")) and is_true(j, "Failed") and j)
+    assert condition(failed, "Failed")["reason"] == "DeadlineExceeded"
+    cluster.wait(lambda: cluster.pods("slow") == [])

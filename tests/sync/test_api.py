@@ -13,7 +13,7 @@ from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.sync.urls")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def test_a_change_by_another_manager_is_drift_naming_that_manager(cluster, ctr, 
     assert "numNodes: 7" in row.drift_diff
 
 
-def test_a_field_added_by_another_manager_is_drift(cluster, ctr, other, make_policy):
+def test_a_field_added_by_another_manager_is_drift(cluster, gateway, ctr, other, make_policy):
     policy = make_policy("labelled")
     _sync(policy)
     extra = runtime_manifest("labelled")
@@ -60,6 +60,12 @@ def test_a_field_added_by_another_manager_is_drift(cluster, ctr, other, make_pol
 
     assert result.drifted is True
     assert any(change["path"] == "metadata.labels.team" for change in result.changes)
+
+    # Re-applying ours with force removes the foreign field too, so the drift is really gone.
+    revision = sync.runtime_sync_request(policy=RuntimePolicy.objects.get(pk=policy.pk))
+    assert sync.runtime_sync(policy_id=policy.pk, revision=revision, force=True).outcome == "applied"
+    assert "team" not in gateway.get(ctr, name="labelled")["metadata"]["labels"]
+    assert sync.runtime_drift_check(policy_id=policy.pk).drifted is False
 
 
 def test_a_deleted_object_is_drift(cluster, gateway, ctr, make_policy):

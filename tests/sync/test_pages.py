@@ -12,7 +12,7 @@ from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.sync.urls")]
+pytestmark = pytest.mark.django_db
 
 
 def test_the_cluster_page_shows_status_apis_probe_and_permissions(cluster, client, bob):

@@ -221,3 +221,11 @@ def test_bulk_request_refuses_unknown_names(make_policy):
     with pytest.raises(PolicyError, match="nope"):
         sync.runtimes_sync_request(names=["known", "nope"])
     assert RuntimePolicy.objects.get(name="known").sync_state == SyncState.DRAFT
+
+
+def test_requesting_a_revision_already_on_its_way_changes_nothing(make_policy):
+    policy = make_policy("again")
+    assert sync.runtime_sync_request(policy=policy) == 1
+    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
+    assert sync.runtime_sync_request(policy=policy) == 1
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCING

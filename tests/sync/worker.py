@@ -71,7 +71,8 @@ class WorkerProcess:
             [sys.executable, "-m", "celery", "-A", "trainer_portal", "worker", "--pool=prefork",
              f"--concurrency={self.concurrency}", "--loglevel=INFO", "--without-gossip", "--without-mingle",
              "--without-heartbeat", "-n", f"{self.queue}@%h"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            # cwd: the filesystem broker writes its control exchange files under "./control".
+            cwd=self.var_dir, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + ready_timeout
         while " ready." not in self.log():
@@ -109,6 +110,7 @@ class WorkerProcess:
                     "data_folder_out": str(self.var_dir / "broker"),
                     "processed_folder": str(self.var_dir / "broker-processed"),
                     "store_processed": False,
+                    "control_folder": str(self.var_dir / "control"),
                 }
             app.conf.task_default_queue = self.queue
             self._publisher = app

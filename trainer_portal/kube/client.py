@@ -81,11 +81,11 @@ class Gateway:
     Attributes: ``settings`` (the :class:`KubeSettings` it was built from), ``host`` (API server URL).
     """
 
-    api_client: Any
+    api_client: Any = field(repr=False)
     settings: KubeSettings
     host: str
-    _discovery: dict[str, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _discovery: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- low level ---------------------------------------------------------------------------------------
 
@@ -272,6 +272,20 @@ class Gateway:
             query=query,
             body=body,
             content_type=APPLY_PATCH,
+        )
+
+    def merge_patch(
+        self, resource: Resource, *, name: str, patch: dict, namespace: str | None = None, dry_run: bool = False
+    ) -> dict:
+        """Apply a JSON merge patch (RFC 7386; ``None`` deletes a key) and return the result.
+
+        Used only to delete fields that server-side apply cannot remove (fields other managers own alone).
+        """
+        query: list[tuple[str, Any]] = [("fieldManager", self.settings.field_manager)]
+        if dry_run:
+            query.append(("dryRun", "All"))
+        return self.request(
+            "PATCH", resource.path(namespace=namespace, name=name), query=query, body=patch, content_type=MERGE_PATCH
         )
 
     def create(self, resource: Resource, *, body: dict, dry_run: bool = False) -> dict:
