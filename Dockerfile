@@ -10,7 +10,7 @@ RUN pip install -r requirements.txt
 COPY . .
 # collectstatic needs a key at build time only; the real one comes from the environment at run time.
 RUN DJANGO_SECRET_KEY=build-only-not-secret python manage.py collectstatic --noinput \
-    && useradd --system --uid 10001 portal && chown -R portal /app
+    && useradd --system --uid 10001 portal && mkdir -p /app/var && chown -R portal /app
 USER portal
 EXPOSE 8000
 CMD ["gunicorn", "trainer_portal.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

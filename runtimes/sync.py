@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.core.cache import cache
@@ -162,6 +164,7 @@ def sync_job_create(*, items: list[tuple[int, int]], actor: Any = None) -> dict:
         "items": [[policy_id, revision] for policy_id, revision in items],
     }
     cache.set(_job_key(job["id"]), job, SYNC_JOB_TTL_SECONDS)
+    _job_file_write(job)
     return job
 
 
@@ -171,7 +174,7 @@ def sync_job_progress(*, job_id: str) -> dict | None:
     An item is done when its revision (or a newer one) is applied, when it failed permanently, or when a newer
     revision was requested since (the newer request carries on).
     """
-    job = cache.get(_job_key(job_id))
+    job = cache.get(_job_key(job_id)) or _job_file_read(job_id)
     if job is None:
         return None
     wanted = {int(pid): int(rev) for pid, rev in job["items"]}
@@ -218,6 +221,38 @@ def _item_status(row: dict, revision: int) -> str:
 
 def _job_key(job_id: str) -> str:
     return f"runtimes:sync-job:{job_id}"
+
+
+# The cache is per process unless a shared backend (Redis) is configured; a small JSON file under VAR_DIR makes
+# progress readable from every web process on the host either way.
+def _job_dir() -> Path:
+    from django.conf import settings
+
+    return Path(settings.VAR_DIR) / "sync-jobs"
+
+
+def _job_file_write(job: dict) -> None:
+    directory = _job_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        cutoff = time.time() - SYNC_JOB_TTL_SECONDS
+        for old in directory.glob("*.json"):
+            if old.stat().st_mtime < cutoff:
+                old.unlink(missing_ok=True)
+        tmp = directory / f".{job['id']}.tmp"
+        tmp.write_text(json.dumps(job))
+        tmp.replace(directory / f"{job['id']}.json")
+    except OSError as exc:
+        logger.warning("cannot store sync job %s on disk: %s", job["id"], exc)
+
+
+def _job_file_read(job_id: str) -> dict | None:
+    if not job_id.isalnum():
+        return None
+    try:
+        return json.loads((_job_dir() / f"{job_id}.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def policies_unfinished() -> list[tuple[int, int]]:

@@ -5,7 +5,8 @@ with exponential backoff and full jitter, capped; a permanent one is recorded on
 never retried. Tasks are acknowledged late and idempotent, so a redelivered message (worker killed) converges.
 Enqueue them with ``transaction.on_commit`` so the worker never sees uncommitted rows.
 
-Beat schedule (settings.CELERY_BEAT_SCHEDULE) — see ``BEAT_SCHEDULE`` below for the exact entries.
+The periodic entries (drift check, requeue of unfinished syncs, topology refresh) are in
+``settings.CELERY_BEAT_SCHEDULE``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ RETRY_MAX_SECONDS = 60.0
 # Policies per task in a bulk apply: large enough to amortise the per-task cost (broker round trip, DB
 # connection), small enough that both pool processes stay busy and a redelivered chunk redoes little.
 BULK_CHUNK_SIZE = 10
-
-BEAT_SCHEDULE = {
-    "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
-    "runtimes-requeue-unfinished": {"task": "runtimes.tasks.runtimes_requeue_unfinished_task", "schedule": 600.0},
-    "cluster-topology-refresh": {"task": "runtimes.tasks.cluster_topology_refresh_task", "schedule": 120.0},
-}
 
 
 def _retry_countdown(retries: int) -> float:

@@ -31,7 +31,7 @@ def test_it_keeps_data_in_named_volumes():
     assert "postgres-data:/var/lib/postgresql/data" in _services()["postgres"]["volumes"]
 
 
-@pytest.mark.parametrize("service", ["web", "worker", "beat", "migrate"])
+@pytest.mark.parametrize("service", ["web", "worker", "beat", "migrate", "topology-watch"])
 def test_it_runs_the_portal_image_with_production_settings(service):
     spec = _services()[service]
     assert spec["build"] == "."
@@ -79,3 +79,11 @@ def test_the_dockerfile_installs_the_pinned_requirements():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "pip install -r requirements.txt" in dockerfile
     assert "collectstatic" in dockerfile
+
+
+def test_the_topology_watcher_runs_an_existing_command_and_shares_the_snapshot_volume():
+    command = _services()["topology-watch"]["command"]
+    assert command[:3] == ["python", "manage.py", "topology_watch"]
+    assert "topology_watch" in get_commands()
+    for service in ("web", "topology-watch"):
+        assert "portal-var:/app/var" in _services()[service]["volumes"]

@@ -117,6 +117,7 @@ def test_it_lets_an_admin_author_a_three_level_policy_and_a_viewer_only_read_it(
 
     # The viewer sees the policy but no way to change it, and the edit URL is forbidden.
     page.click("text=Log out")
+    page.wait_for_url(re.compile(r"/login/"))
     log_in(page, "bob", "bob-password-1")
     page.click("text=three-levels")
     expect(page.locator("h1")).to_have_text("three-levels")

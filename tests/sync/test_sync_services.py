@@ -229,3 +229,14 @@ def test_requesting_a_revision_already_on_its_way_changes_nothing(make_policy):
     RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
     assert sync.runtime_sync_request(policy=policy) == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCING
+
+
+def test_bulk_progress_is_readable_without_the_cache(make_policy, settings, tmp_path):
+    from django.core.cache import cache
+
+    settings.VAR_DIR = tmp_path
+    make_policy("filed")
+    job = sync.sync_job_create(items=sync.runtimes_sync_request())
+    cache.clear()  # another web process has no such cache entry
+    assert sync.sync_job_progress(job_id=job["id"])["total"] == 1
+    assert sync.sync_job_progress(job_id="../../etc") is None
