@@ -67,7 +67,8 @@ def form_defaults(*, policy: str = "") -> dict[str, str]:
         "memory": DEFAULT_RESOURCES["memory"],
         "apiVersion": next(iter(API_VERSIONS)),
         "composite": "",
-        "source": "synthetic",
+        # The live cluster is what users care about whenever the worker has a snapshot of it.
+        "source": "live" if live_source_available() else "synthetic",
         "zones": str(topology.zones),
         "blocksPerZone": str(topology.blocks_per_zone),
         "racksPerBlock": str(topology.racks_per_block),

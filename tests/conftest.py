@@ -44,3 +44,9 @@ def charlie(django_user_model):
 def _fast_password_hashing(settings):
     """Hash test passwords with MD5: the real hasher costs ~0.5 s per login and proves nothing here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _private_var_dir(settings, tmp_path):
+    """Give every test its own VAR_DIR: `make run` on the same checkout writes a live snapshot and broker files there."""
+    settings.VAR_DIR = tmp_path / "var"

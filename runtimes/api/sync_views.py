@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,6 +28,22 @@ from runtimes.errors import PolicyError
 from runtimes.models import RuntimePolicy
 from trainer_portal import kube
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
+
+from . import sync_serializers as ss
+from .serializers import ErrorSerializer
+
+# Kept under their old names: the views validate request bodies with them.
+BulkSyncInput = ss.BulkSyncInputSerializer
+DriftResolveInput = ss.DriftResolveInputSerializer
+
+TAGS = ["cluster sync"]
+FORBIDDEN = {403: OpenApiResponse(ErrorSerializer, description="Not logged in, or your role may not do this.")}
+NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No policy with this name.")}
+CONFLICT = OpenApiResponse(ErrorSerializer, description="The policy's sync state does not allow this now.")
+CLUSTER_ERRORS = {
+    502: OpenApiResponse(ss.ClusterErrorSerializer, description="The cluster refused the call (permanent)."),
+    503: OpenApiResponse(ss.ClusterErrorSerializer, description="The cluster could not be reached (transient)."),
+}
 
 
 class ClusterError(exceptions.APIException):
@@ -77,28 +94,38 @@ def sync_status_data(policy: RuntimePolicy) -> dict:
     }
 
 
-_SYNC_ACCEPTED = inline_serializer(
-    name="SyncAccepted",
-    fields={
-        "name": serializers.CharField(),
-        "revision": serializers.IntegerField(),
-        "state": serializers.CharField(),
-        "statusUrl": serializers.CharField(),
-    },
-)
-
-
 class RuntimeSyncApi(APIView):
     """Queue one policy for syncing (POST, admin) or read its sync status (GET, viewer)."""
 
     def get_permissions(self):
         return [IsPlatformAdmin()] if self.request.method == "POST" else [IsViewer()]
 
-    @extend_schema(responses={200: inline_serializer(name="SyncStatus", fields={"state": serializers.CharField()})})
+    @extend_schema(
+        operation_id="runtime_sync_status",
+        summary="Get a policy's sync status",
+        description="Where the policy stands relative to the cluster: state, requested and applied revision, the "
+        "live resourceVersion, the last error with the fields the cluster named, and the drift diff.",
+        responses={200: ss.SyncStatusSerializer, **FORBIDDEN, **NOT_FOUND},
+        tags=TAGS,
+    )
     def get(self, request, name: str):
         return Response(sync_status_data(_policy(name)))
 
-    @extend_schema(request=None, responses={202: _SYNC_ACCEPTED})
+    @extend_schema(
+        operation_id="runtime_sync",
+        summary="Sync a policy to the cluster",
+        description="Queues the current revision for a server-side apply and answers 202 at once; poll "
+        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own.",
+        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply.")],
+        request=None,
+        responses={
+            202: ss.SyncAcceptedSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued."),
+        },
+        tags=TAGS,
+    )
     def post(self, request, name: str):
         policy = _policy(name)
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
@@ -121,6 +148,23 @@ class RuntimeSyncImpactApi(APIView):
 
     permission_classes = [IsViewer]
 
+    @extend_schema(
+        operation_id="runtime_sync_impact",
+        summary="What syncing a policy would change",
+        description="TrainJobs that reference the runtime, and the PodGroups the applied (`old`) and current "
+        "(`new`) revisions produce for `numNodes` (default: the manifest's numNodes, else 4). Cluster errors are "
+        "reported in `trainjobs_error`, never as an error status.",
+        parameters=[
+            OpenApiParameter("numNodes", OpenApiTypes.INT, description="Trainer nodes to expand for (1–100000)."),
+        ],
+        responses={
+            200: ss.SyncImpactSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="numNodes is not a whole number from 1 to 100000."),
+            **FORBIDDEN,
+            **NOT_FOUND,
+        },
+        tags=TAGS,
+    )
     def get(self, request, name: str):
         policy = _policy(name)
         raw = request.query_params.get("numNodes")
@@ -135,17 +179,24 @@ class RuntimeSyncImpactApi(APIView):
         return Response(sync.runtime_sync_impact(policy=policy, num_nodes=num_nodes))
 
 
-class BulkSyncInput(serializers.Serializer):
-    names = serializers.ListField(child=serializers.CharField(max_length=253), required=False, allow_empty=False)
-
-
 class RuntimesBulkSyncApi(APIView):
     """Queue many (or all) policies for syncing; answer 202 with the bulk job's progress URL."""
 
     permission_classes = [IsPlatformAdmin]
 
-    @extend_schema(request=BulkSyncInput, responses={202: inline_serializer(name="BulkSyncAccepted", fields={
-        "job": serializers.CharField(), "total": serializers.IntegerField(), "statusUrl": serializers.CharField()})})
+    @extend_schema(
+        operation_id="runtimes_sync_bulk",
+        summary="Sync many (or all) policies",
+        description="Queues the named policies (every policy when `names` is omitted) and answers 202 with the "
+        "bulk job; poll `statusUrl` (also the `Location` header) for its progress.",
+        request=ss.BulkSyncInputSerializer,
+        responses={
+            202: ss.BulkSyncAcceptedSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="Unknown policy names; `fields[].path` is `names`."),
+            **FORBIDDEN,
+        },
+        tags=TAGS,
+    )
     def post(self, request):
         serializer = BulkSyncInput(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -170,6 +221,18 @@ class SyncJobApi(APIView):
 
     permission_classes = [IsViewer]
 
+    @extend_schema(
+        operation_id="sync_job_progress",
+        summary="Progress of a bulk sync",
+        description="Counts of done, succeeded and pending items, the failures with their errors, and each item's "
+        "status. Jobs are kept for a day.",
+        responses={
+            200: ss.SyncJobProgressSerializer,
+            **FORBIDDEN,
+            404: OpenApiResponse(ErrorSerializer, description="No sync job with this id (or it expired)."),
+        },
+        tags=TAGS,
+    )
     def get(self, request, job_id: str):
         progress = sync.sync_job_progress(job_id=job_id)
         if progress is None:
@@ -183,6 +246,21 @@ class DriftCheckApi(APIView):
 
     permission_classes = [IsPlatformAdmin]
 
+    @extend_schema(
+        operation_id="runtime_drift_check",
+        summary="Check a policy for drift now",
+        description="Compares the applied revision with the live object and records the policy as drifted or "
+        "synced. Only synced or drifted policies can be checked.",
+        request=None,
+        responses={
+            200: ss.DriftCheckSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: CONFLICT,
+            **CLUSTER_ERRORS,
+        },
+        tags=TAGS,
+    )
     def post(self, request, name: str):
         policy = _policy(name)
         try:
@@ -208,16 +286,28 @@ class DriftCheckApi(APIView):
         )
 
 
-class DriftResolveInput(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["reapply", "adopt"])
-
-
 class DriftResolveApi(APIView):
     """Resolve a drift: ``reapply`` ours with force (202), or ``adopt`` the live object as a new revision (200)."""
 
     permission_classes = [IsPlatformAdmin]
 
-    @extend_schema(request=DriftResolveInput)
+    @extend_schema(
+        operation_id="runtime_drift_resolve",
+        summary="Resolve a policy's drift",
+        description="`reapply` queues a forced apply of the applied revision (202; poll `statusUrl`); `adopt` "
+        "saves the live object as a new revision and marks it synced (200). The policy must be drifted.",
+        request=ss.DriftResolveInputSerializer,
+        responses={
+            200: OpenApiResponse(ss.DriftResolvedSerializer, description="Adopted the live object."),
+            202: OpenApiResponse(ss.DriftResolvedSerializer, description="Re-apply queued."),
+            400: OpenApiResponse(ErrorSerializer, description="`action` is not reapply or adopt."),
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Not drifted, or nothing on the cluster to adopt."),
+            **CLUSTER_ERRORS,
+        },
+        tags=TAGS,
+    )
     def post(self, request, name: str):
         serializer = DriftResolveInput(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -248,6 +338,15 @@ class ClusterApi(APIView):
 
     permission_classes = [IsViewer]
 
+    @extend_schema(
+        operation_id="cluster_status",
+        summary="Cluster connection status",
+        description="How the portal connects, whether the API server answers, its version, the served APIs, "
+        "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
+        "an unreachable cluster has `reachable: false` with `error` and `hint`.",
+        responses={200: ss.ClusterStatusSerializer, **FORBIDDEN},
+        tags=TAGS,
+    )
     def get(self, request):
         return Response(cluster_status())
 
@@ -257,7 +356,15 @@ class ClusterAdoptApi(APIView):
 
     permission_classes = [IsPlatformAdmin]
 
-    @extend_schema(request=None)
+    @extend_schema(
+        operation_id="cluster_adopt",
+        summary="Adopt the cluster's runtimes as policies",
+        description="Creates a policy for each ClusterTrainingRuntime on the cluster that has none; identical "
+        "ones are reported unchanged and differing ones are left alone. Idempotent.",
+        request=None,
+        responses={200: ss.AdoptResultSerializer, **FORBIDDEN, **CLUSTER_ERRORS},
+        tags=TAGS,
+    )
     def post(self, request):
         try:
             result = sync.runtimes_adopt(actor=request.user)
