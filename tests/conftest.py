@@ -48,5 +48,5 @@ def _fast_password_hashing(settings):
 
 @pytest.fixture(autouse=True)
 def _private_var_dir(settings, tmp_path):
-    """Give every test its own VAR_DIR: `make run` on the same checkout writes a live snapshot and broker files there."""
+    """Give every test its own VAR_DIR: `make run` on the same checkout writes its live snapshot there."""
     settings.VAR_DIR = tmp_path / "var"

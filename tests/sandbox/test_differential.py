@@ -36,6 +36,7 @@ def clusters(draw):
         gpus = draw(st.sampled_from([4, 8]))
         health = draw(st.sampled_from(["ok"] * 6 + ["cordoned", "not-ready", "tainted"]))
         name = f"node-{index}"
+        maintenance = [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]
         nodes.append(
             make_node(
                 name,
@@ -45,7 +46,7 @@ def clusters(draw):
                 shape=NodeShape(gpus=gpus),
                 unschedulable=health == "cordoned",
                 ready=health != "not-ready",
-                taints=[{"key": "maintenance", "value": "true", "effect": "NoSchedule"}] if health == "tainted" else None,
+                taints=maintenance if health == "tainted" else None,
             )
         )
         used = draw(st.integers(0, gpus))
