@@ -76,8 +76,16 @@ def test_the_schema_builds_without_warnings_or_errors():
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
 
 
-@pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/"])
-def test_the_schema_and_its_docs_page_are_served(client, url):
+@pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/", "/api/redoc/"])
+def test_the_schema_and_its_docs_pages_are_served_to_portal_users(db, client, bob, url):
+    client.force_login(bob)
     response = client.get(url)
 
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("url", ["/api/schema/", "/api/docs/", "/api/redoc/"])
+def test_the_schema_and_its_docs_pages_check_who_is_asking(db, client, charlie, url):
+    assert client.get(url).status_code in (401, 403)
+    client.force_login(charlie)
+    assert client.get(url).status_code == 403

@@ -169,7 +169,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Author, validate, preview and sync Kubeflow Trainer ClusterTrainingRuntime scheduling policies.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # The schema holds no data, but every page checks who is asking: any portal role may read it.
+    "SERVE_PERMISSIONS": ["trainer_portal.permissions.IsViewer"],
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
