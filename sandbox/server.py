@@ -54,6 +54,9 @@ class SandboxServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.registry = registry
         self.faults = Faults()
+        # The sandbox has no authorization; tests deny chosen (verb, group, resource) triples through
+        # /sandbox/rbac so the portal's SelfSubjectAccessReview checks have something to find.
+        self.denied_access: set[tuple[str, str, str]] = set()
         self.config = config
         self.stopping = threading.Event()
         self._discovery_cache: dict[str, bytes] = {}
@@ -243,10 +246,26 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
         self._send_error(ApiError(fault.status, reason, fault.message or f"injected fault: {reason}"), headers)
 
+    def _self_subject_access_review(self, raw: bytes) -> None:
+        """Answer a SelfSubjectAccessReview: allowed unless the triple was denied through /sandbox/rbac."""
+        review = self._parse_body(raw, "application/json")
+        attributes = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
+        triple = tuple(str(attributes.get(field, "")) for field in ("verb", "group", "resource"))
+        allowed = triple not in self.server.denied_access
+        status = {"allowed": allowed}
+        if not allowed:
+            verb, group, resource = triple
+            status.update(denied=True, reason=f"sandbox: {verb} on {resource}.{group} denied by /sandbox/rbac")
+        review = {**review, "status": status}
+        review.setdefault("apiVersion", "authorization.k8s.io/v1")
+        review.setdefault("kind", "SelfSubjectAccessReview")
+        self._send_json(201, review)
+
     # -- admin -----------------------------------------------------------------------------------------------
     def _admin(self, method: str, path: str, raw: bytes) -> None:
         registry = self.server.registry
         if path == "/sandbox/reset" and method == "POST":
+            self.server.denied_access = set()
             self._send_json(200, {"resourceVersion": str(registry.reset())})
         elif path == "/sandbox/compact" and method == "POST":
             self._send_json(200, {"resourceVersion": str(registry.store.compact())})
@@ -262,6 +281,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"faults": []})
         elif path == "/sandbox/faults" and method == "GET":
             self._send_json(200, {"faults": self.server.faults.list()})
+        elif path == "/sandbox/rbac" and method == "POST":
+            try:
+                rules = json.loads(raw or b"{}").get("deny", [])
+                denied = {(str(r["verb"]), str(r.get("group", "")), str(r["resource"])) for r in rules}
+            except (ValueError, AttributeError, KeyError, TypeError) as exc:
+                raise bad_request(f'invalid rbac body ({exc}); send {{"deny": [{{"verb", "group", "resource"}}]}}')
+            self.server.denied_access = denied
+            self._send_json(200, {"deny": [dict(zip(("verb", "group", "resource"), d, strict=True))
+                                           for d in sorted(denied)]})
+        elif path == "/sandbox/rbac" and method == "DELETE":
+            self.server.denied_access = set()
+            self._send_json(200, {"deny": []})
         elif path == "/sandbox/dump" and method == "GET":
             with registry.store.lock:
                 self._send_json(200, {"resourceVersion": str(registry.store.rv), "objects": registry.store.dump()})
@@ -276,6 +307,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- Kubernetes API --------------------------------------------------------------------------------------
     def _api(self, method: str, path: str, params: dict[str, str], raw: bytes, fault: Fault | None) -> None:
         registry = self.server.registry
+        if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" and method == "POST":
+            self._self_subject_access_review(raw)
+            return
         parts = path.strip("/").split("/")
         if parts[0] == "api":
             group = ""

@@ -135,6 +135,10 @@ class SandboxProcess:
         status=503, count=1). Returns the rule as stored."""
         return self._call("POST", "/sandbox/faults", spec)["fault"]
 
+    def deny_access(self, *rules: dict[str, str]) -> None:
+        """Make SelfSubjectAccessReviews for these ``{"verb", "group", "resource"}`` rules answer "denied"."""
+        self._call("POST", "/sandbox/rbac", {"deny": list(rules)})
+
     def clear_faults(self) -> None:
         self._call("DELETE", "/sandbox/faults")
 

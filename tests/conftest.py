@@ -1,4 +1,9 @@
-"""Project-wide fixtures: personas (alice = platform admin, bob = viewer, charlie = no role)."""
+"""Project-wide fixtures.
+
+Personas (alice = platform admin, bob = viewer, charlie = no role) and one sandbox cluster per session for tests
+that talk to a cluster through the gateway (``sandbox``, ``cluster``, ``gateway``). ``tests/sandbox`` overrides
+``sandbox`` and ``cluster`` with its own (it tests the sandbox itself, without the gateway).
+"""
 
 from __future__ import annotations
 
@@ -50,3 +55,40 @@ def _fast_password_hashing(settings):
 def _private_var_dir(settings, tmp_path):
     """Give every test its own VAR_DIR: `make run` on the same checkout writes its live snapshot there."""
     settings.VAR_DIR = tmp_path / "var"
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """A running sandbox cluster (API only: topology none, no controllers), started once per session."""
+    from sandbox.testing import SandboxProcess
+
+    with SandboxProcess(topology="none", controllers=False, extra_args=["--bookmark-interval", "0.5"]) as process:
+        yield process
+
+
+@pytest.fixture
+def cluster(sandbox, settings):
+    """Point the gateway at the session sandbox, freshly reset and without faults; yields the sandbox.
+
+    The gateway is rebuilt for every test, so each test starts with an empty discovery cache of its own.
+    """
+    from trainer_portal import kube
+
+    sandbox.clear_faults()
+    sandbox.reset()
+    settings.KUBE_CONFIG_PATH = sandbox.kubeconfig
+    settings.KUBE_CONTEXT = ""
+    settings.KUBE_IN_CLUSTER = False
+    settings.KUBE_REQUEST_TIMEOUT_SECONDS = 5.0
+    kube.reset_gateway()
+    yield sandbox
+    sandbox.clear_faults()
+    kube.reset_gateway()
+
+
+@pytest.fixture
+def gateway(cluster):
+    """The gateway pointed at the sandbox (see ``cluster``)."""
+    from trainer_portal import kube
+
+    return kube.get_gateway()

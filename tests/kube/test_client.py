@@ -116,9 +116,23 @@ def test_it_follows_continue_tokens(gateway):
     assert listed.resource_version
 
 
-def test_it_reports_a_failed_access_review_without_raising(gateway):
+def test_it_asks_the_cluster_whether_an_action_is_allowed(gateway):
     review = gateway.access_review(verb="list", kind=kube.NODE)
-    # The sandbox serves no authorization.k8s.io API: the review itself fails and says so.
+    assert review.allowed is True
+    assert not review.error
+
+
+def test_it_reports_a_denied_action_with_the_servers_reason(gateway, cluster):
+    cluster.deny_access({"verb": "patch", "group": "trainer.kubeflow.org", "resource": "clustertrainingruntimes"})
+    denied = gateway.access_review(verb="patch", kind=kube.CLUSTER_TRAINING_RUNTIME)
+    allowed = gateway.access_review(verb="get", kind=kube.CLUSTER_TRAINING_RUNTIME)
+    assert (denied.allowed, allowed.allowed) == (False, True)
+    assert "denied" in denied.reason
+
+
+def test_it_reports_a_failed_access_review_without_raising(gateway, cluster):
+    cluster.inject_fault(method="POST", path="selfsubjectaccessreviews", action="status", status=500, count=1)
+    review = gateway.access_review(verb="list", kind=kube.NODE)
     assert review.allowed is False
     assert review.error
 

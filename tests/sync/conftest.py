@@ -1,4 +1,7 @@
-"""Fixtures for sync tests: a sandbox cluster, the gateway pointed at it, and policies in the database."""
+"""Fixtures for sync tests: policies in the database and Celery helpers.
+
+The sandbox fixtures (``sandbox``, ``cluster``, ``gateway``) are project-wide, in tests/conftest.py.
+"""
 
 from __future__ import annotations
 
@@ -6,37 +9,7 @@ import copy
 
 import pytest
 
-from sandbox.testing import SandboxProcess
 from trainer_portal import kube
-
-
-@pytest.fixture(scope="session")
-def sandbox():
-    """A running sandbox cluster (API only, no nodes, no controllers), started once per session."""
-    with SandboxProcess(topology="none", controllers=False, extra_args=["--bookmark-interval", "0.5"]) as process:
-        yield process
-
-
-@pytest.fixture
-def cluster(sandbox, settings, tmp_path):
-    """Point the gateway at a freshly reset sandbox without faults; yields the sandbox."""
-    sandbox.clear_faults()
-    sandbox.reset()
-    settings.KUBE_CONFIG_PATH = sandbox.kubeconfig
-    settings.KUBE_CONTEXT = ""
-    settings.KUBE_IN_CLUSTER = False
-    settings.KUBE_REQUEST_TIMEOUT_SECONDS = 5.0
-    settings.VAR_DIR = tmp_path / "var"
-    kube.reset_gateway()
-    yield sandbox
-    sandbox.clear_faults()
-    kube.reset_gateway()
-
-
-@pytest.fixture
-def gateway(cluster):
-    """The gateway for the sandbox."""
-    return kube.get_gateway()
 
 
 @pytest.fixture

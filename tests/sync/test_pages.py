@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from runtimes import sync
@@ -123,3 +125,11 @@ def test_adopt_page(cluster, ctr, client, alice):
     page = client.post("/cluster/adopt/").content.decode()
     assert "page-live" in page
     assert RuntimePolicy.objects.filter(name="page-live").exists()
+
+
+def test_the_cluster_page_names_a_missing_permission_and_how_to_grant_it(cluster, client, bob):
+    cluster.deny_access({"verb": "patch", "group": "trainer.kubeflow.org", "resource": "clustertrainingruntimes"})
+    client.force_login(bob)
+    page = html.unescape(client.get("/cluster/").content.decode())
+    assert 'Grant "patch" on clustertrainingruntimes.trainer.kubeflow.org' in page
+    assert "kubectl auth can-i patch" in page
