@@ -11,6 +11,8 @@ from typing import Any
 
 from trainer_portal import kube
 
+from .domain.manifest import single_node_template
+
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
 PROBE_MANIFEST: dict[str, Any] = {
@@ -23,19 +25,7 @@ PROBE_MANIFEST: dict[str, Any] = {
             "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]},
         },
         "mlPolicy": {"numNodes": 1, "torch": {}},
-        "template": {
-            "spec": {
-                "replicatedJobs": [
-                    {
-                        "name": "node",
-                        "template": {
-                            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
-                        },
-                    }
-                ]
-            }
-        },
+        "template": single_node_template("busybox"),
     },
 }
 

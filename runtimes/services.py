@@ -571,8 +571,10 @@ def _document_dict(doc: ImportDocument) -> dict[str, Any]:
     return {"document": doc.document, "name": doc.name, "line": doc.line, "problems": doc.problems}
 
 
-def _manifest_error_document(exc: ManifestError) -> dict[str, Any]:
-    problem = {
+def parse_problem(exc: ManifestError) -> dict[str, Any]:
+    """Return the problem dict (``code`` "parse", with ``line`` and ``column``) that reports a manifest that could
+    not be read."""
+    return {
         "path": exc.path or "",
         "message": exc.message,
         "severity": "error",
@@ -580,7 +582,10 @@ def _manifest_error_document(exc: ManifestError) -> dict[str, Any]:
         "line": exc.line,
         "column": exc.column,
     }
-    return {"document": exc.document or 0, "name": "", "line": exc.line, "problems": [problem]}
+
+
+def _manifest_error_document(exc: ManifestError) -> dict[str, Any]:
+    return {"document": exc.document or 0, "name": "", "line": exc.line, "problems": [parse_problem(exc)]}
 
 
 _SEPARATOR = re.compile(r"^---(\s|$)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -410,15 +411,7 @@ class PolicyDetailApi(PolicyApiView):
         else:
             data = self.validated(s.PolicyUpdateSerializer, request.data)
             manifest, message, body_version = data["manifest"], data["message"], data.get("version")
-        policy = services.policy_update(
-            name=name,
-            manifest=manifest,
-            expected_version=expected_version(request, body_version),
-            author=request.user,
-            message=message[:500],
-            source=RevisionSource.API,
-        )
-        return self.policy_response(selectors.policy_get(name=policy.name))
+        return self.save_revision(request, services.policy_update, name, body_version, message, manifest=manifest)
 
     @extend_schema(
         operation_id="runtimes_partial_update",
@@ -447,9 +440,19 @@ class PolicyDetailApi(PolicyApiView):
         else:
             data = self.validated(s.PolicyPatchSerializer, request.data)
             patch, message, body_version = data["manifest"], data["message"], data.get("version")
-        policy = services.policy_patch(
+        return self.save_revision(request, services.policy_patch, name, body_version, message, patch=patch)
+
+    def save_revision(
+        self, request, write: Callable[..., Any], name: str, body_version: int | None, message: str, **content: Any
+    ) -> Response:
+        """Save a new revision of policy ``name`` through the service ``write`` (``policy_update`` given
+        ``manifest=``, ``policy_patch`` given ``patch=``) as an API change; return the policy response.
+
+        Raises what ``expected_version`` and the service raise (stale or missing version, invalid manifest).
+        """
+        policy = write(
             name=name,
-            patch=patch,
+            **content,
             expected_version=expected_version(request, body_version),
             author=request.user,
             message=message[:500],
@@ -593,14 +596,7 @@ class PolicyValidateApi(PolicyApiView):
             try:
                 manifest = load_runtime(body["text"])
             except ManifestError as exc:
-                problem = {
-                    "path": exc.path or "",
-                    "message": exc.message,
-                    "severity": "error",
-                    "code": "parse",
-                    "line": exc.line,
-                    "column": exc.column,
-                }
+                problem = services.parse_problem(exc)
                 return Response({"ok": False, "errors": [problem], "warnings": [], "scheduling": None})
         report = services.policy_validate(manifest=manifest)
         summary = scheduling_summary(manifest)

@@ -23,7 +23,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from .constants import API_VERSION, FRAMEWORK_LABEL, KIND
+from .constants import ANCESTOR_LABEL, API_VERSION, FRAMEWORK_LABEL, KIND
 
 __all__ = [
     "API_VERSION",
@@ -38,6 +38,7 @@ __all__ = [
     "load_runtime",
     "load_runtimes",
     "new_runtime",
+    "single_node_template",
     "strip_server_fields",
 ]
 
@@ -214,7 +215,7 @@ class _SafeConstructor(yaml.constructor.SafeConstructor):
             if not isinstance(key, str):
                 written = key_node.value if isinstance(key_node, ScalarNode) else key
                 raise ManifestError(
-                    f"mapping key {written!r} is read as {_kind_of(key)}, not a string; quote it (\"{written}\")",
+                    f"mapping key {written!r} is read as {kind_of(key)}, not a string; quote it (\"{written}\")",
                     line=line,
                     column=column,
                 )
@@ -354,7 +355,7 @@ def _compose_documents(loader_class: type, text: str) -> list[tuple[dict, _Where
                 if not isinstance(data, dict):
                     line, column = _mark_position(node.start_mark or start)
                     raise ManifestError(
-                        f"document {index + 1} is {_kind_of(data)}, not a mapping; each document must be a "
+                        f"document {index + 1} is {kind_of(data)}, not a mapping; each document must be a "
                         "Kubernetes object (apiVersion, kind, metadata, spec)",
                         line=line,
                         column=column,
@@ -394,7 +395,9 @@ def _is_empty(node: Node) -> bool:
     return isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:null" and node.value in ("", "~", "null")
 
 
-def _kind_of(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """Return how a message names the kind of ``value``: "a mapping", "a list", "a string", "a boolean", "null",
+    "an integer" or "a <type name>"."""
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -445,7 +448,7 @@ def _json_document(text: str) -> dict:
             document=0,
         )
     if not isinstance(data, dict):
-        raise ManifestError(f"JSON document is {_kind_of(data)}, not an object", line=1, column=1, document=0)
+        raise ManifestError(f"JSON document is {kind_of(data)}, not an object", line=1, column=1, document=0)
     if _depth(data) > MAX_DEPTH:
         raise ManifestError(f"document is nested deeper than {MAX_DEPTH} levels", document=0)
     return data
@@ -550,7 +553,7 @@ def load_runtimes(text: str | bytes) -> list[dict]:
                 item_where = where.items[position] if position < len(where.items) else _Where(where.index, line, column)
                 if not isinstance(item, dict):
                     raise ManifestError(
-                        f"List item {position + 1} is {_kind_of(item)}, not an object",
+                        f"List item {position + 1} is {kind_of(item)}, not an object",
                         line=item_where.line,
                         column=item_where.column,
                         document=where.index,
@@ -655,37 +658,35 @@ def strip_server_fields(manifest: dict) -> dict:
     return result
 
 
-def new_runtime(name: str) -> dict:
-    """Return a minimal valid single-node torch ClusterTrainingRuntime named `name` (the "New policy" skeleton)."""
+def new_runtime(
+    name: str, *, num_nodes: int = 1, image: str = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
+) -> dict:
+    """Return a minimal valid torch ClusterTrainingRuntime named `name` (the "New policy" skeleton): one
+    ReplicatedJob "node" running `image` on `num_nodes` nodes."""
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": name, "labels": {FRAMEWORK_LABEL: "torch"}},
         "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "containers": [
-                                                {
-                                                    "name": "node",
-                                                    "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-                                                }
-                                            ]
-                                        }
-                                    }
-                                },
-                            },
-                        }
-                    ]
-                }
-            },
+            "mlPolicy": {"numNodes": num_nodes, "torch": {}},
+            "template": single_node_template(image),
         },
+    }
+
+
+def single_node_template(image: str) -> dict:
+    """Return a runtime's ``spec.template``: one ReplicatedJob "node", labelled as the trainer step, whose pods run
+    one container "node" with ``image``."""
+    return {
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "template": {
+                        "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
+                        "spec": {"template": {"spec": {"containers": [{"name": "node", "image": image}]}}},
+                    },
+                }
+            ]
+        }
     }

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from . import constants as c
 from .labels import dns1123_label_problems, dns1123_subdomain_problems, label_key_problems, label_value_problems
+from .manifest import kind_of
 
 Severity = Literal["error", "warning"]
 
@@ -222,17 +223,11 @@ def _show(value: Any) -> str:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return f"a {type(value).__name__}"
+    """Return :func:`kind_of` ``value``, except that integers are named by their type ("a int"), as validation
+    messages always have."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"a {type(value).__name__}"
+    return kind_of(value)
 
 
 def _key(path: str, key: Any) -> str:
@@ -277,20 +272,15 @@ class _Checker:
 
     def mapping(self, parent: dict, key: str, path: str, *, required: bool = False) -> dict | None:
         """Return parent[key] when it is a mapping; report a type error (or a missing required field) otherwise."""
-        value = parent.get(key)
-        if value is None:
-            if required:
-                self.error(path, "field.required", f"{path} is required; add it")
-            elif key in parent:
-                self.error(path, "field.null", f"{path} is null; remove the key or give it a value")
-            return None
-        if not isinstance(value, dict):
-            self.error(path, "field.type", f"{path} must be a mapping, not {_kind(value)} {_show(value)}")
-            return None
-        return value
+        return self._typed(parent, key, path, dict, "a mapping", required=required)
 
     def sequence(self, parent: dict, key: str, path: str, *, required: bool = False) -> list | None:
         """Return parent[key] when it is a list; report a type error (or a missing required field) otherwise."""
+        return self._typed(parent, key, path, list, "a list", required=required)
+
+    def _typed(self, parent: dict, key: str, path: str, expected: type, noun: str, *, required: bool) -> Any:
+        """Return parent[key] when it is an ``expected`` instance, else None after reporting why (absent when
+        ``required``, null, or of another type, described as ``noun``)."""
         value = parent.get(key)
         if value is None:
             if required:
@@ -298,10 +288,27 @@ class _Checker:
             elif key in parent:
                 self.error(path, "field.null", f"{path} is null; remove the key or give it a value")
             return None
-        if not isinstance(value, list):
-            self.error(path, "field.type", f"{path} must be a list, not {_kind(value)} {_show(value)}")
+        if not isinstance(value, expected):
+            self.error(path, "field.type", f"{path} must be {noun}, not {_kind(value)} {_show(value)}")
             return None
         return value
+
+    def mapping_items(
+        self, items: list, path: str, *, limit: int, code: str, too_many: str, fields: str
+    ) -> Iterator[tuple[int, str, dict]]:
+        """Yield ``(position, item_path, item)`` for each mapping in ``items`` (the list at ``path``).
+
+        Reports the list as ``code`` with the message ``too_many`` when it has more than ``limit`` items, and each
+        item that is not a mapping as ``field.type`` ("must be a mapping with ``fields``"), which is skipped.
+        """
+        if len(items) > limit:
+            self.error(path, code, too_many)
+        for position, item in enumerate(items):
+            item_path = f"{path}[{position}]"
+            if not isinstance(item, dict):
+                self.error(item_path, "field.type", f"{item_path} must be a mapping with {fields}")
+                continue
+            yield position, item_path, item
 
     def positive_int(self, parent: dict, key: str, path: str, code: str, *, minimum: int = 1) -> int | None:
         """Return parent[key] when it is an integer ≥ minimum (or absent → None); report otherwise."""
@@ -526,18 +533,15 @@ class _Checker:
         if not isinstance(entries, list):
             return
         path = f"{rjob.path}.dependsOn"
-        if len(entries) > c.MAX_DEPENDS_ON:
-            self.error(
-                path,
-                "replicated_job.depends_on.too_many",
-                f"{path} has {len(entries)} entries; JobSet allows at most {c.MAX_DEPENDS_ON}",
-            )
         seen: set[str] = set()
-        for position, item in enumerate(entries):
-            item_path = f"{path}[{position}]"
-            if not isinstance(item, dict):
-                self.error(item_path, "field.type", f"{item_path} must be a mapping with name and status")
-                continue
+        for _, item_path, item in self.mapping_items(
+            entries,
+            path,
+            limit=c.MAX_DEPENDS_ON,
+            code="replicated_job.depends_on.too_many",
+            too_many=f"{path} has {len(entries)} entries; JobSet allows at most {c.MAX_DEPENDS_ON}",
+            fields="name and status",
+        ):
             target = item.get("name")
             if not isinstance(target, str) or not target:
                 self.error(
@@ -728,18 +732,17 @@ class _Checker:
         if targets is None:
             return
         tpath = f"{path}.envInjection.targets"
-        if len(targets) > c.MAX_ENV_INJECTION_TARGETS:
-            self.error(
-                tpath,
-                "ml_policy.torch.env_injection.too_many",
-                f"envInjection.targets has {len(targets)} items; at most {c.MAX_ENV_INJECTION_TARGETS} are allowed",
-            )
         seen: set[str] = set()
-        for position, target in enumerate(targets):
-            item = f"{tpath}[{position}]"
-            if not isinstance(target, dict):
-                self.error(item, "field.type", f"{item} must be a mapping with jobName and containerNames")
-                continue
+        for _, item, target in self.mapping_items(
+            targets,
+            tpath,
+            limit=c.MAX_ENV_INJECTION_TARGETS,
+            code="ml_policy.torch.env_injection.too_many",
+            too_many=(
+                f"envInjection.targets has {len(targets)} items; at most {c.MAX_ENV_INJECTION_TARGETS} are allowed"
+            ),
+            fields="jobName and containerNames",
+        ):
             job = target.get("jobName")
             if not isinstance(job, str) or not 1 <= len(job) <= c.MAX_NAME_LENGTH:
                 self.error(
@@ -971,19 +974,16 @@ class _Checker:
                 f"{path}.replicatedJobs", "scheduling.replicated_jobs.empty", "replicatedJobs is empty: remove it"
             )
             return
-        if len(entries) > c.MAX_SCHEDULING_ENTRIES:
-            self.error(
-                f"{path}.replicatedJobs",
-                "scheduling.replicated_jobs.too_many",
-                f"scheduling.replicatedJobs has {len(entries)} entries; at most {c.MAX_SCHEDULING_ENTRIES}",
-            )
         targeted: dict[str, int] = {}
         templates = 0
-        for index, entry in enumerate(entries):
-            epath = f"{path}.replicatedJobs[{index}]"
-            if not isinstance(entry, dict):
-                self.error(epath, "field.type", f"{epath} must be a mapping with targetReplicatedJobs")
-                continue
+        for index, epath, entry in self.mapping_items(
+            entries,
+            f"{path}.replicatedJobs",
+            limit=c.MAX_SCHEDULING_ENTRIES,
+            code="scheduling.replicated_jobs.too_many",
+            too_many=f"scheduling.replicatedJobs has {len(entries)} entries; at most {c.MAX_SCHEDULING_ENTRIES}",
+            fields="targetReplicatedJobs",
+        ):
             templates += self.check_entry(entry, epath, index, targeted)
         untargeted = [r.name for r in self.rjobs if r.name and r.name not in targeted]
         for name in untargeted:
@@ -1247,18 +1247,15 @@ class _Checker:
             )
 
     def check_resource_claims(self, claims: list, path: str) -> None:
-        if len(claims) > c.MAX_RESOURCE_CLAIMS:
-            self.error(
-                path,
-                "scheduling.resource_claims.too_many",
-                f"resourceClaims has {len(claims)} items; at most {c.MAX_RESOURCE_CLAIMS} per group",
-            )
         seen: set[str] = set()
-        for position, claim in enumerate(claims):
-            item = f"{path}[{position}]"
-            if not isinstance(claim, dict):
-                self.error(item, "field.type", f"{item} must be a mapping with name and a claim source")
-                continue
+        for _, item, claim in self.mapping_items(
+            claims,
+            path,
+            limit=c.MAX_RESOURCE_CLAIMS,
+            code="scheduling.resource_claims.too_many",
+            too_many=f"resourceClaims has {len(claims)} items; at most {c.MAX_RESOURCE_CLAIMS} per group",
+            fields="name and a claim source",
+        ):
             name = claim.get("name")
             if not isinstance(name, str) or not name:
                 self.error(f"{item}.name", "scheduling.resource_claims.name_required", f"{item}.name is required")

@@ -1,4 +1,9 @@
-"""Fixtures for the sandbox API conformance suite: one sandbox subprocess per session, reset before each test."""
+"""Fixtures for the sandbox tests.
+
+The API conformance suite gets one sandbox subprocess per session (``sandbox``), reset before each test
+(``cluster``). The simulated-cluster tests get a demo sandbox with the controllers on, one per test module
+(``sim``), reset before each test (``sim_cluster``).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from kubernetes import config as k8s_config
 from kubernetes.dynamic import DynamicClient
 
 from sandbox.testing import SandboxProcess
+from tests.sandbox.controllers_support import Cluster, simulated_cluster
 
 VENV_PYTHON = os.path.join(os.path.dirname(__file__), "..", "..", ".venv", "bin", "python")
 
@@ -39,6 +45,22 @@ def cluster(sandbox: SandboxProcess) -> Iterator[SandboxProcess]:
     sandbox.reset()
     yield sandbox
     sandbox.clear_faults()
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SandboxProcess]:
+    """A demo-topology sandbox with the controllers on, started once per test module that uses it."""
+    with simulated_cluster() as process:
+        yield process
+
+
+@pytest.fixture
+def sim_cluster(sim: SandboxProcess) -> Iterator[Cluster]:
+    """Helpers over the module's simulated cluster, reset to its start-up state and without faults."""
+    sim.clear_faults()
+    sim.reset()
+    yield Cluster(sim)
+    sim.clear_faults()
 
 
 @pytest.fixture

@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from runtimes.domain.expansion import pod_group_name_for, workload_name_for
-from sandbox.testing import SandboxProcess
-from tests.sandbox.controllers_support import (
-    Cluster,
-    condition,
-    demo_runtime,
-    is_true,
-    simulated_cluster,
-    trainjob,
-)
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SandboxProcess]:
-    with simulated_cluster() as process:
-        yield process
+from tests.sandbox.controllers_support import Cluster, condition, demo_runtime, is_true, trainjob
 
 
 @pytest.fixture
-def cluster(sim: SandboxProcess) -> Iterator[Cluster]:
-    sim.clear_faults()
-    sim.reset()
-    yield Cluster(sim)
-    sim.clear_faults()
+def cluster(sim_cluster: Cluster) -> Cluster:
+    """The module's simulated cluster, freshly reset (``sim_cluster`` in tests/sandbox/conftest.py)."""
+    return sim_cluster
 
 
 def _owner(obj: dict, kind: str) -> dict:

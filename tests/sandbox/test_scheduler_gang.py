@@ -4,36 +4,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
-from sandbox.testing import SandboxProcess
-from tests.sandbox.controllers_support import (
-    Cluster,
-    condition,
-    demo_runtime,
-    is_true,
-    simulated_cluster,
-    trainjob,
-)
+from tests.sandbox.controllers_support import Cluster, condition, demo_runtime, is_true, trainjob
 
 SCHEDULED = "PodGroupInitiallyScheduled"
 NEAR_MISS = ('60/64 nodes are available: topology "topology.kubernetes.io/zone": no domain fits 64 pods '
              '(best zone "zone-a" fits 63); 2 nodes are cordoned, 1 not ready, 1 has an untolerated taint')
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SandboxProcess]:
-    with simulated_cluster() as process:
-        yield process
-
-
 @pytest.fixture
-def cluster(sim: SandboxProcess) -> Iterator[Cluster]:
-    sim.clear_faults()
-    sim.reset()
-    yield Cluster(sim)
+def cluster(sim_cluster: Cluster) -> Cluster:
+    """The module's simulated cluster, freshly reset (``sim_cluster`` in tests/sandbox/conftest.py)."""
+    return sim_cluster
 
 
 def _group_of(cluster: Cluster, trainjob_name: str) -> dict | None:

@@ -9,6 +9,7 @@ import copy
 
 import pytest
 
+from runtimes.domain.manifest import new_runtime
 from trainer_portal import kube
 
 
@@ -20,27 +21,7 @@ def ctr(gateway):
 
 def runtime_manifest(name: str, *, num_nodes: int = 2, image: str = "busybox:1.37") -> dict:
     """Return a small valid ClusterTrainingRuntime manifest (torch, one trainer rJob)."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
-        "spec": {
-            "mlPolicy": {"numNodes": num_nodes, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": image}]}}},
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
+    return new_runtime(name, num_nodes=num_nodes, image=image)
 
 
 @pytest.fixture
