@@ -44,6 +44,7 @@ from .forms import (
     topology_key_choices,
 )
 from .models import RuntimePolicy
+from .topology import live_snapshot
 
 PAGE_SIZE = 50
 EDITOR_TEMPLATE = "runtimes/editor.html"
@@ -310,11 +311,23 @@ def _editor_context(
         "warning_count": sum(1 for p in problems if p.get("severity") == "warning"),
         "field_problems": field_problems,
         "other_problems": other_problems,
-        "topology_keys": topology_key_choices(),
+        "topology_keys": topology_key_suggestions(),
         "framework_suggestions": FRAMEWORK_SUGGESTIONS,
         "composite_enabled": composite_enabled(),
         **extra,
     }
+
+
+def topology_key_suggestions() -> list[dict[str, str]]:
+    """Return the topology-key picker's options: zone, rack and the block key, then every label key actually on
+    the cluster's nodes with its value counts (from the worker's live snapshot, when there is one)."""
+    suggestions = dict.fromkeys(topology_key_choices(), "")
+    live = live_snapshot()
+    for item in live.label_keys() if live is not None else ():
+        values = ", ".join(f"{v['value']} ({v['count']})" for v in item["values"][:4])
+        more = " …" if len(item["values"]) > 4 else ""
+        suggestions[item["key"]] = f"{item['nodes']} nodes, {len(item['values'])} values: {values}{more}"
+    return [{"key": key, "label": label} for key, label in suggestions.items()]
 
 
 def _merge(editor: PolicyEditor, manifest: dict | None) -> tuple[dict, bool]:

@@ -331,3 +331,20 @@ def test_it_lets_a_no_js_user_fix_in_the_yaml_what_the_form_broke(admin_client, 
     assert fixed.status_code == 302, fixed.content.decode()[:2000]
     racks.refresh_from_db()
     assert racks.manifest["spec"]["mlPolicy"]["numNodes"] == 3
+
+
+def test_the_topology_key_picker_offers_the_label_keys_on_the_clusters_nodes(client, alice):
+    from runtimes import topology
+    from sandbox.topology import make_node
+
+    tracker = topology.TopologyTracker()
+    nodes = [make_node(f"n{i}", zone="zone-a", block="b1", rack=f"r{i % 2}") for i in range(3)]
+    nodes[0]["metadata"]["labels"]["example.com/pod-of-racks"] = "pod-7"
+    tracker.relist_nodes(nodes, "1")
+    topology.save_live_snapshot(tracker.to_live(source="list"))
+    client.force_login(alice)
+
+    page = client.get("/runtimes/new/").content.decode()
+
+    assert '<option value="example.com/pod-of-racks" label="1 nodes, 1 values: pod-7 (1)">' in page
+    assert '<option value="topology.kubernetes.io/rack" label="3 nodes, 2 values: r0 (2), r1 (1)">' in page
