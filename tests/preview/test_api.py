@@ -13,7 +13,6 @@ from runtimes import services
 from runtimes.domain.manifest import dump_yaml
 from tests.preview.test_service import BLOCK, RACK, SMALL, ZONE, level1, level2, level3
 
-pytestmark = pytest.mark.urls("tests.preview")
 UNSAVED = "/api/v1/preview/"
 
 

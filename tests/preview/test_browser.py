@@ -11,7 +11,7 @@ from runtimes import services
 from tests.browser.conftest import _portal_roles, browser, chromium_executable, page  # noqa: F401 — fixtures
 from tests.preview.test_service import level3
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.preview")]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SMALL = "zones=2&blocksPerZone=2&racksPerBlock=2&nodesPerRack=4&gpusPerNode=8"
 
 

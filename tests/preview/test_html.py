@@ -13,7 +13,6 @@ from runtimes.preview_views import field_errors, form_defaults, heatmap_html, re
 from tests.preview.test_api import alice, bob, charlie  # noqa: F401 — fast persona fixtures
 from tests.preview.test_service import level1, level3
 
-pytestmark = pytest.mark.urls("tests.preview")
 PAGE = "/preview/"
 RESULTS = "/preview/results/"
 HTMX = {"HTTP_HX_REQUEST": "true"}
