@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+# One definition of the browser and its flags, shared with the README screenshot script.
+from scripts.screenshots import CHROMIUM, CHROMIUM_ARGS
+
 DEFAULT_TIMEOUT_MS = 15_000
 
 
