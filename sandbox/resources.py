@@ -115,6 +115,9 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
                      list_types=_SCHEDULING_LISTS, has_status=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "PodGroup", "podgroups", namespaced=True,
                      list_types=_SCHEDULING_LISTS),
+        # Leader election of the portal's cluster watcher (coordination.k8s.io Lease, as kube-controller-manager uses).
+        ResourceType("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, has_status=False,
+                     field_selectors=("metadata.name", "metadata.namespace")),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                      namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
                      list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}),

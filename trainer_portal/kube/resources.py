@@ -76,12 +76,19 @@ PODGROUP = ResourceKind(SCHEDULING_GROUP, "PodGroup", "podgroups", True, ("v1bet
 NODE = ResourceKind("", "Node", "nodes", False, ("v1",))
 POD = ResourceKind("", "Pod", "pods", True, ("v1",))
 NAMESPACE = ResourceKind("", "Namespace", "namespaces", False, ("v1",))
+# Admission tracking reads these too. JobSet and Kueue are optional on a cluster: discovery says whether they are served.
+JOBSET = ResourceKind("jobset.x-k8s.io", "JobSet", "jobsets", True, ("v1alpha2",))
+KUEUE_WORKLOAD = ResourceKind("kueue.x-k8s.io", "Workload", "workloads", True, ("v1beta2", "v1beta1"))
+EVENT = ResourceKind("", "Event", "events", True, ("v1",))
+LEASE = ResourceKind("coordination.k8s.io", "Lease", "leases", True, ("v1",))
 CRD = ResourceKind("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False, ("v1",))
 
 # Core resources are always served at v1; no discovery round-trip is needed for them.
 CORE_NODE = Resource("", "v1", "Node", "nodes", False)
 CORE_POD = Resource("", "v1", "Pod", "pods", True)
 CORE_NAMESPACE = Resource("", "v1", "Namespace", "namespaces", False)
+CORE_EVENT = Resource("", "v1", "Event", "events", True)
+COORDINATION_LEASE = Resource("coordination.k8s.io", "v1", "Lease", "leases", True)
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False
 )
