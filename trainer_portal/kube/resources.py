@@ -76,7 +76,7 @@ PODGROUP = ResourceKind(SCHEDULING_GROUP, "PodGroup", "podgroups", True, ("v1bet
 NODE = ResourceKind("", "Node", "nodes", False, ("v1",))
 POD = ResourceKind("", "Pod", "pods", True, ("v1",))
 NAMESPACE = ResourceKind("", "Namespace", "namespaces", False, ("v1",))
-# Admission tracking reads these too. JobSet and Kueue are optional on a cluster: discovery says whether they are served.
+# Admission tracking reads these too. JobSet and Kueue are optional: discovery says whether a cluster serves them.
 JOBSET = ResourceKind("jobset.x-k8s.io", "JobSet", "jobsets", True, ("v1alpha2",))
 KUEUE_WORKLOAD = ResourceKind("kueue.x-k8s.io", "Workload", "workloads", True, ("v1beta2", "v1beta1"))
 EVENT = ResourceKind("", "Event", "events", True, ("v1",))
