@@ -118,6 +118,9 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
         # Leader election of the portal's cluster watcher (coordination.k8s.io Lease, as kube-controller-manager uses).
         ResourceType("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, has_status=False,
                      field_selectors=("metadata.name", "metadata.namespace")),
+        # Pod priority for the gang scheduler's preemption (scheduling.k8s.io/v1 beside the v1beta1 Workload API).
+        ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
+                     short_names=("pc",), has_status=False),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                      namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
                      list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}),

@@ -1,6 +1,7 @@
 """Names and limits of the Kubeflow Trainer ClusterTrainingRuntime API that the portal relies on.
 
-Sources: /work/shared/reference/kubernetes-apis.md §1 (CRD, CEL, webhook) and §2.3–2.4 (v2.4 `spec.scheduling`).
+Sources: the upstream Trainer CRDs (vendored in tests/fixtures/reference/crds/), their CEL rules and webhook, and the
+v2.4 `spec.scheduling` API as recorded in docs/decisions.md.
 """
 
 from __future__ import annotations

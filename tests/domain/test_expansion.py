@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -20,8 +19,9 @@ from runtimes.domain.expansion import (
     short_hash,
     workload_name_for,
 )
+from tests.fixture_paths import REFERENCE_RUNTIMES
 
-REFERENCE = Path("/work/shared/reference/runtimes")
+REFERENCE = REFERENCE_RUNTIMES
 ZONE = "topology.kubernetes.io/zone"
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "topology.kubernetes.io/rack"
@@ -59,10 +59,7 @@ def _runtime(rjobs: list[dict], *, ml_policy: dict | None = None, scheduling: di
 
 
 def _reference(name: str) -> dict:
-    path = REFERENCE / name
-    if not path.exists():  # the shared reference is read-only and may be absent in a fresh clone
-        pytest.skip(f"{path} is not available")
-    return yaml.safe_load(path.read_text())
+    return yaml.safe_load((REFERENCE / name).read_text())
 
 
 def _torch() -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -25,8 +24,9 @@ from runtimes.domain.manifest import (
     strip_server_fields,
 )
 from runtimes.domain.policy import validate_runtime
+from tests.fixture_paths import REFERENCE_RUNTIMES
 
-RUNTIMES = sorted(Path("/work/shared/reference/runtimes").glob("*.yaml"))
+RUNTIMES = sorted(REFERENCE_RUNTIMES.glob("*.yaml"))
 
 ALIAS_BOMB = """\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from runtimes.domain.manifest import load_runtime
+from tests.fixture_paths import REFERENCE_RUNTIMES
 
-REFERENCE = Path("/work/shared/reference/runtimes")
+REFERENCE = REFERENCE_RUNTIMES
 FILES = {"torch": "torch_distributed.yaml", "deepspeed": "deepspeed_distributed.yaml", "qwen": "qwen2_5_1.5B.yaml"}
 RJOBS = "spec.template.spec.replicatedJobs"
 _TOKEN = re.compile(r'([^.\[\]"]+)|\[(\d+)\]|\["([^"]+)"\]')

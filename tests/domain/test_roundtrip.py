@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from runtimes.domain.diff import semantically_equal, structural_diff
 from runtimes.domain.editing import apply_fields, fields_from_manifest
 from runtimes.domain.manifest import dump_many, dump_yaml, load_runtime, load_runtimes, new_runtime
 from runtimes.domain.policy import validate_runtime
+from tests.fixture_paths import REFERENCE_RUNTIMES
 
 from .test_policy_cases import upstream, with_scheduling
 
-RUNTIMES = sorted(Path("/work/shared/reference/runtimes").glob("*.yaml"))
+RUNTIMES = sorted(REFERENCE_RUNTIMES.glob("*.yaml"))
 
 RICH = """\
 apiVersion: trainer.kubeflow.org/v1alpha1

@@ -27,7 +27,7 @@ def test_it_decides_versions_by_discovery(gateway):
     )
     workload = gateway.resolve(kube.WORKLOAD)
     assert (workload.version, workload.namespaced) == ("v1beta1", True)
-    assert gateway.served_versions("scheduling.k8s.io") == ["v1beta1"]
+    assert gateway.served_versions("scheduling.k8s.io") == ["v1", "v1beta1"]  # preferred first, as on 1.37
     assert gateway.served_versions("no.such.group") == []
 
 

@@ -6,7 +6,6 @@ The helpers at the top (`runtime`, `level1`, `broken`, `reference_texts`) are sh
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -23,8 +22,7 @@ from runtimes.errors import (
     StaleVersion,
 )
 from runtimes.models import PolicyRevision, RuntimePolicy
-
-REFERENCE_RUNTIMES = Path("/work/shared/reference/runtimes")
+from tests.fixture_paths import REFERENCE_RUNTIMES
 
 
 @pytest.fixture(autouse=True)

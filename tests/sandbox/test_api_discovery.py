@@ -19,7 +19,9 @@ def test_it_reports_the_kubernetes_version(api_client):
 def test_it_lists_core_and_named_groups(api_client):
     assert k8s.CoreApi(api_client).get_api_versions().versions == ["v1"]
     groups = {g.name: g for g in k8s.ApisApi(api_client).get_api_versions().groups}
-    assert groups["scheduling.k8s.io"].preferred_version.version == "v1beta1"
+    # As on a real 1.37 cluster: PriorityClass is GA at v1 (preferred), Workload/PodGroup are served at v1beta1.
+    assert groups["scheduling.k8s.io"].preferred_version.version == "v1"
+    assert {v.version for v in groups["scheduling.k8s.io"].versions} == {"v1", "v1beta1"}
     assert groups["trainer.kubeflow.org"].preferred_version.version == "v1alpha1"
     assert "apiextensions.k8s.io" in groups
 

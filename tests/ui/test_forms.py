@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -19,9 +17,10 @@ from runtimes.forms import (
     problem_field_name,
     problems_by_field,
 )
+from tests.fixture_paths import REFERENCE_RUNTIMES
 from tests.ui import editor_post_data, l2_l3_manifest, torch_manifest
 
-REFERENCE = Path("/work/shared/reference/runtimes")
+REFERENCE = REFERENCE_RUNTIMES
 REFERENCE_FILES = sorted(REFERENCE.glob("*.yaml")) if REFERENCE.is_dir() else []
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -12,9 +10,10 @@ from runtimes.domain.manifest import dump_many, dump_yaml, load_runtimes
 from runtimes.models import RuntimePolicy
 from runtimes.selectors import policy_get
 from runtimes.services import policy_update
+from tests.fixture_paths import REFERENCE_RUNTIMES
 from tests.ui import l2_l3_manifest, make_policy, torch_manifest
 
-REFERENCE = Path("/work/shared/reference/runtimes")
+REFERENCE = REFERENCE_RUNTIMES
 
 
 @pytest.fixture
@@ -139,7 +138,6 @@ def test_it_imports_an_uploaded_file_and_opens_it(admin_client):
 
 
 @pytest.mark.django_db
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference runtimes not present")
 def test_it_imports_the_upstream_runtimes_in_one_paste(admin_client):
     text = "---\n".join(path.read_text() for path in sorted(REFERENCE.glob("*.yaml")))
     response = admin_client.post(url("import"), {"text": text, "mode": "upsert"})
