@@ -13,7 +13,7 @@ Scenarios
   against the baseline of rebuilding from a full list.
 
 Database: a throwaway SQLite file, or a throwaway PostgreSQL database when DATABASE_URL points at PostgreSQL.
-Broker: CELERY_BROKER_URL when set (Redis), else the filesystem broker in a temp folder.
+Broker: CELERY_BROKER_URL when set (Redis), else the embedded atomic filesystem broker in a temp folder.
 """
 
 from __future__ import annotations

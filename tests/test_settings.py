@@ -61,7 +61,7 @@ def test_embedded_defaults_use_sqlite_and_debug():
     result = run_python(["-c", code])
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "True", "filesystem"]
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True", "atomicfs"]
 
 
 @pytest.mark.parametrize("mode", ["staging", "Production", "dev"])

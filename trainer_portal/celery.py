@@ -4,6 +4,8 @@ import os
 
 from celery import Celery
 
+from . import broker  # noqa: F401  (registers the atomicfs:// transport before any connection is made)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainer_portal.settings")
 
 app = Celery("trainer_portal")

@@ -175,8 +175,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery -------------------------------------------------------------------------------------------
-# Embedded mode uses kombu's filesystem transport so a real worker process runs without Redis.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# Embedded mode uses the atomic filesystem transport (trainer_portal/broker.py) so a real worker process runs
+# without Redis; kombu's own filesystem:// lets a consumer read a half-written message and kills the worker.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "atomicfs://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(VAR_DIR / "broker"),
@@ -187,7 +188,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         # The default 1 s poll made an embedded bulk apply of 500 policies take 26 s instead of ~3 s.
         "polling_interval": 0.05,
     }
-    if CELERY_BROKER_URL.startswith("filesystem")
+    if CELERY_BROKER_URL.startswith(("atomicfs", "filesystem"))
     else {"visibility_timeout": 3600}
 )
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None

@@ -1,8 +1,8 @@
 """Run a real Celery worker process against the test database, a sandbox cluster and the configured broker.
 
 The broker comes from the environment like in production: ``CELERY_BROKER_URL`` (Redis in CI) or, when unset, the
-kombu filesystem broker in a private folder. Each worker gets a private queue name, so parallel test runs (or other
-engineers' workers on the same Redis) never take each other's messages.
+embedded atomic filesystem broker in a private folder. Each worker gets a private queue name, so parallel test runs
+(or other engineers' workers on the same Redis) never take each other's messages.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class WorkerProcess:
     def __init__(self, *, kubeconfig: str, var_dir: Path, db_url: str, concurrency: int = 2,
                  timeout: float = 3.0) -> None:
         self.queue = f"trainer-portal-test-{uuid.uuid4().hex[:10]}"
-        self.broker_url = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+        self.broker_url = os.environ.get("CELERY_BROKER_URL") or "atomicfs://"
         self.var_dir = var_dir
         (var_dir / "broker").mkdir(parents=True, exist_ok=True)
         (var_dir / "broker-processed").mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ class WorkerProcess:
         """Return a Celery app that publishes to this worker's broker and queue."""
         if self._publisher is None:
             app = Celery("trainer-portal-test-publisher", broker=self.broker_url)
-            if self.broker_url.startswith("filesystem"):
+            if self.broker_url.startswith(("atomicfs", "filesystem")):
                 app.conf.broker_transport_options = {
                     "data_folder_in": str(self.var_dir / "broker"),
                     "data_folder_out": str(self.var_dir / "broker"),
