@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -61,12 +62,13 @@ def _alive(pid: int) -> bool:
 class Stack:
     def __init__(self, tmp_path: Path) -> None:
         self.var = tmp_path / "var"
+        self.database = tmp_path / "db.sqlite3"
         self.port = _free_port()
         self.output = tmp_path / "stack.out"
         env = {
             **os.environ,
             "TRAINER_PORTAL_VAR_DIR": str(self.var),
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "DATABASE_URL": f"sqlite:///{self.database}",
             "PORT": str(self.port),
             "SANDBOX_PORT": "0",
             "SANDBOX_GENERATOR": "0",
@@ -102,6 +104,12 @@ class Stack:
     def worker_ready_count(self) -> int:
         log = self.var / "log" / "worker.log"
         return log.read_text(errors="replace").count(" ready.") if log.exists() else 0
+
+    def heartbeats(self) -> dict[str, tuple[str, int | None]]:
+        """Return {process: (last_seen, queue_depth)} as the stack's processes wrote them."""
+        with contextlib.closing(sqlite3.connect(self.database, timeout=10)) as db:
+            rows = db.execute("SELECT process, last_seen, queue_depth FROM health_heartbeat").fetchall()
+        return {process: (last_seen, depth) for process, last_seen, depth in rows}
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -140,8 +148,10 @@ def test_it_stops_the_whole_tree_cleanly_when_its_process_group_is_signalled(sta
     assert re.search(r"stopped worker \(exit 0\)", stack.text()), stack.text()
 
 
-def test_it_restarts_a_worker_that_died_and_logs_it(stack):
+def test_it_restarts_a_worker_that_died_and_logs_it_and_the_heartbeats_show_it(stack):
     _up(stack)
+    stack.wait_for(lambda: {"worker", "beat"} <= set(stack.heartbeats()), "worker and beat heartbeats")
+    assert stack.heartbeats()["worker"][1] == 0  # the worker measured its (empty) queue
     [first] = stack.pids("worker")
 
     os.killpg(first, signal.SIGKILL)  # the worker and its pool, as an out-of-memory kill would
@@ -150,6 +160,8 @@ def test_it_restarts_a_worker_that_died_and_logs_it(stack):
     stack.wait_for(lambda: stack.worker_ready_count() >= 2, "the restarted worker being ready")
     assert re.search(r"worker exited \(code -9\) after [\d.]+ s; restart 1 in 1\.0 s", stack.text()), stack.text()
     assert stack.healthy()
+    before = stack.heartbeats()["worker"][0]
+    stack.wait_for(lambda: stack.heartbeats()["worker"][0] > before, "a heartbeat from the restarted worker")
 
 
 def test_it_backs_off_exponentially_up_to_a_cap():

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "trainer_portal",
+    "trainer_portal.health",
     "runtimes",
     "jobs",
 ]
@@ -201,6 +202,11 @@ CELERY_BEAT_SCHEDULE = {
     "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
     "runtimes-requeue-unfinished": {"task": "runtimes.tasks.runtimes_requeue_unfinished_task", "schedule": 600.0},
     "cluster-topology-refresh": {"task": "runtimes.tasks.cluster_topology_refresh_task", "schedule": 120.0},
+    # Beat records its heartbeat when it publishes; the pulse makes it publish every 10 s. Expired pulses (no worker
+    # for a while) are dropped, so they never pile up in the queue.
+    "portal-beat-pulse": {
+        "task": "trainer_portal.health.tasks.beat_pulse_task", "schedule": 10.0, "options": {"expires": 30},
+    },
 }
 
 # --- Cluster connection ---------------------------------------------------------------------------------

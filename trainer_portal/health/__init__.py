@@ -1,0 +1,1 @@
+"""Worker and beat health: heartbeats written by the Celery processes, read by the cluster page and API."""

@@ -1,0 +1,73 @@
+"""Reading the health of the background processes: is a worker consuming, is beat scheduling, how deep is the queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from .constants import ALIVE_WITHIN, QUEUED_TOO_LONG
+from .models import Heartbeat, Process
+
+
+@dataclass(frozen=True)
+class BackgroundHealth:
+    """What the heartbeats say at ``now``."""
+
+    now: datetime
+    worker_last_seen: datetime | None
+    beat_last_run: datetime | None
+    queue_depth: int | None
+
+    @property
+    def worker_alive(self) -> bool:
+        return self.worker_last_seen is not None and self.now - self.worker_last_seen <= ALIVE_WITHIN
+
+    @property
+    def beat_alive(self) -> bool:
+        return self.beat_last_run is not None and self.now - self.beat_last_run <= ALIVE_WITHIN
+
+    def as_api(self) -> dict:
+        """Return the camelCase payload of ``GET /api/v1/cluster/`` (timestamps as datetimes, for a serializer)."""
+        return {
+            "worker": {"lastSeen": self.worker_last_seen, "alive": self.worker_alive},
+            "beat": {"lastRun": self.beat_last_run, "alive": self.beat_alive},
+            "queueDepth": self.queue_depth,
+        }
+
+
+def background_health(*, now: datetime | None = None) -> BackgroundHealth:
+    """Return the latest worker and beat heartbeats and the last measured queue depth (None where never seen)."""
+    rows = {row.process: row for row in Heartbeat.objects.all()}
+    worker, beat = rows.get(Process.WORKER), rows.get(Process.BEAT)
+    return BackgroundHealth(
+        now=now or timezone.now(),
+        worker_last_seen=worker.last_seen if worker else None,
+        beat_last_run=beat.last_seen if beat else None,
+        queue_depth=worker.queue_depth if worker else None,
+    )
+
+
+def queued_sync_warning(*, queued_since: datetime | None, health: BackgroundHealth | None = None) -> str:
+    """Return why a sync queued since ``queued_since`` is not moving, or "" when nothing is wrong (yet).
+
+    Only a sync queued longer than ``QUEUED_TOO_LONG`` while no worker is alive gets a message.
+    """
+    if queued_since is None:
+        return ""
+    health = health or background_health()
+    if health.worker_alive or health.now - queued_since < QUEUED_TOO_LONG:
+        return ""
+    if health.worker_last_seen is None:
+        return "Queued, but no worker has ever reported in: start the Celery worker."
+    seconds = int((health.now - health.worker_last_seen).total_seconds())
+    return f"Queued, but no worker has been seen for {_span(seconds)}: check the Celery worker."
+
+
+def _span(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
