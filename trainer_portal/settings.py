@@ -81,6 +81,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so it is the first to see an exception raised by a view.
+    "trainer_portal.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "trainer_portal.urls"
@@ -108,6 +110,15 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite has one writer at a time. A deferred transaction that has read cannot take the write lock while another
+    # writer holds it and fails at once ("database is locked", no busy wait); IMMEDIATE takes the lock on BEGIN, so
+    # writers queue on the busy timeout instead. WAL lets reads go on during a write; NORMAL sync is safe with WAL.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "transaction_mode": "IMMEDIATE",
+        "timeout": float(os.environ.get("DATABASE_SQLITE_TIMEOUT", "20")),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,0 +1,45 @@
+"""Request middleware of the project: a database that cannot answer gives 503 + Retry-After, not a 500."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 2
+MESSAGE = "The database is busy or unavailable; nothing was changed. Retry in a few seconds."
+
+
+def database_unavailable_response(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """Return the 503 for ``exc`` (JSON in the API's error shape under /api/, an HTML page elsewhere)."""
+    logger.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+    if request.path.startswith("/api/"):
+        body = {"error": {"code": "unavailable", "message": MESSAGE, "fields": [], "status": 503}}
+        response: HttpResponse = JsonResponse(body, status=503)
+    else:
+        html = render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS})
+        response = HttpResponse(html, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Turn an ``OperationalError`` escaping a view (locked SQLite, PostgreSQL gone) into a 503 with Retry-After.
+
+    SQLite waits up to its busy timeout for the write lock first (settings), so this is the rare remainder.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, OperationalError):
+            return database_unavailable_response(request, exception)
+        return None
