@@ -1,9 +1,11 @@
-"""Request middleware of the project: a database that cannot answer gives 503 + Retry-After, not a 500."""
+"""Request middleware of the project: the Permissions-Policy header, and 503 + Retry-After (not a 500) when the
+database cannot answer."""
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
@@ -43,3 +45,16 @@ class DatabaseUnavailableMiddleware:
         if isinstance(exception, OperationalError):
             return database_unavailable_response(request, exception)
         return None
+
+
+class PermissionsPolicyMiddleware:
+    """Add ``Permissions-Policy: settings.PERMISSIONS_POLICY`` to every response that has none."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if settings.PERMISSIONS_POLICY and "Permissions-Policy" not in response:
+            response["Permissions-Policy"] = settings.PERMISSIONS_POLICY
+        return response

@@ -3,9 +3,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from . import views
+from .api_docs import RedocDocsView, SwaggerDocsView
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -18,6 +19,6 @@ urlpatterns = [
     path("cluster/", include("runtimes.cluster_urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", RedocDocsView.as_view(url_name="api-schema"), name="api-redoc"),
 ]
