@@ -52,6 +52,14 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _empty_cache():
+    """Start every test with an empty cache: rate limits count attempts in it."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _private_var_dir(settings, tmp_path):
     """Give every test its own VAR_DIR: `make run` on the same checkout writes its live snapshot there."""
     settings.VAR_DIR = tmp_path / "var"

@@ -29,11 +29,12 @@ def test_it_issues_a_token_that_authenticates_api_calls(alice):
     assert api.get("/api/v1/runtimes/").status_code == 200
 
 
-def test_it_returns_the_same_token_on_repeated_logins(bob):
+def test_it_issues_a_new_expiring_token_on_each_exchange(bob):
     api = APIClient()
     first = api.post("/api/v1/auth/token/", {"username": "bob", "password": "bob-password-1"}, format="json")
     second = api.post("/api/v1/auth/token/", {"username": "bob", "password": "bob-password-1"}, format="json")
-    assert first.json()["token"] == second.json()["token"]
+    assert first.json()["token"] != second.json()["token"]
+    assert first.json()["expiresAt"]
 
 
 def test_it_refuses_a_token_to_users_without_a_role(charlie):

@@ -34,10 +34,10 @@ ROUNDS = 8  # pairs per policy; the policies' pairs run at the same time
 
 SETUP = """
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
+from trainer_portal.tokens.services import token_issue
 user = User.objects.create_user("alice", password="alice-password-1")
 user.groups.add(Group.objects.get(name="platform-admin"))
-print(Token.objects.create(user=user).key)
+print(token_issue(user=user, name="race").key)
 """
 
 

@@ -6,10 +6,8 @@ or ``sync`` would be read as the name of a policy.
 
 from django.urls import include, path
 
-from .auth_api import ObtainTokenApi
-
 urlpatterns = [
-    path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),
+    path("", include("trainer_portal.tokens.api_urls")),
     path("", include("runtimes.api.sync_urls")),
     path("", include("runtimes.api.preview_urls")),
     path("", include("runtimes.api.urls")),

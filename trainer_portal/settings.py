@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "trainer_portal",
     "trainer_portal.health",
+    "trainer_portal.tokens",
     "runtimes",
     "jobs",
 ]
@@ -155,6 +156,10 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# API tokens: a new token is valid this many days unless its owner asks for fewer (at most the maximum).
+API_TOKEN_LIFETIME_DAYS = int(os.environ.get("TRAINER_PORTAL_TOKEN_DAYS", "30"))
+API_TOKEN_MAX_DAYS = int(os.environ.get("TRAINER_PORTAL_TOKEN_MAX_DAYS", "365"))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -166,9 +171,14 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # The token scheme first: DRF answers 401 with its WWW-Authenticate when the first class has one.
+        "trainer_portal.tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
+    # Client address for the rate limits: the last X-Forwarded-For entry added by this many trusted proxies
+    # (1 behind the compose TLS proxy); 0 = REMOTE_ADDR only.
+    "NUM_PROXIES": int(os.environ.get("DJANGO_NUM_PROXIES", "0")),
+    "DEFAULT_THROTTLE_RATES": {"auth": os.environ.get("TRAINER_PORTAL_AUTH_RATE", "20/min")},
     "DEFAULT_PERMISSION_CLASSES": ["trainer_portal.permissions.IsViewer"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,

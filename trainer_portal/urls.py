@@ -11,9 +11,10 @@ from .api_docs import RedocDocsView, SwaggerDocsView
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", views.ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("account/tokens/", include("trainer_portal.tokens.urls")),
     path("runtimes/", include("runtimes.urls")),
     path("preview/", include("runtimes.preview_urls")),
     path("cluster/", include("runtimes.cluster_urls")),

@@ -1,11 +1,16 @@
-"""Project-level pages: the landing page and a health probe."""
+"""Project-level pages: the landing page, the (rate-limited) login page and a health probe."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
+
+from .throttling import AuthRateThrottle
 
 
 @require_GET
@@ -19,3 +24,20 @@ def home(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """Return 200 with {"status": "ok"}; used by container health checks (no auth, no DB)."""
     return JsonResponse({"status": "ok"})
+
+
+class ThrottledLoginView(LoginView):
+    """Django's login page; more than ``DEFAULT_THROTTLE_RATES["auth"]`` attempts from one address answer 429."""
+
+    def post(self, request, *args, **kwargs):
+        throttle = AuthRateThrottle()
+        if throttle.allow_request(request, None):
+            return super().post(request, *args, **kwargs)
+        wait = throttle.retry_after()
+        # An unbound form: the password is not even checked while the address is throttled.
+        form = self.get_form_class()(request, initial={"username": request.POST.get("username", "")})
+        message = f"Too many login attempts from your address. Try again in {wait} seconds."
+        form._errors = ErrorDict({NON_FIELD_ERRORS: form.error_class([message], error_class="nonfield")})
+        response = self.render_to_response(self.get_context_data(form=form), status=429)
+        response["Retry-After"] = str(wait)
+        return response

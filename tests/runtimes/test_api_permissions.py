@@ -4,13 +4,13 @@ nothing. Session and token authentication both work."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runtimes import services
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import RuntimePolicy
 from tests.runtimes.test_services import fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
+from trainer_portal.tokens.services import token_issue
 
 # (method, path, body) — each a read or a write; writes succeed for alice.
 READS = [
@@ -71,7 +71,7 @@ def test_the_permission_matrix_with_session_auth(db, policy, request, persona, e
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=IDS)
 @pytest.mark.parametrize("persona", ["alice", "bob", "charlie"])
 def test_the_permission_matrix_with_token_auth(db, policy, request, persona, endpoint):
-    token = Token.objects.create(user=request.getfixturevalue(persona))
+    token = token_issue(user=request.getfixturevalue(persona), name="test")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
 

@@ -1,0 +1,26 @@
+"""Carry the earlier non-expiring DRF tokens over: they keep working until the default lifetime from now."""
+
+import hashlib
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import migrations
+from django.utils import timezone
+
+
+def forward(apps, schema_editor):
+    Token = apps.get_model("authtoken", "Token")
+    ApiToken = apps.get_model("tokens", "ApiToken")
+    expires = timezone.now() + timedelta(days=settings.API_TOKEN_LIFETIME_DAYS)
+    ApiToken.objects.bulk_create(
+        ApiToken(user_id=old.user_id, name="Earlier API token", key_hash=hashlib.sha256(old.key.encode()).hexdigest(),
+                 prefix=old.key[:10], expires_at=expires)
+        for old in Token.objects.all()
+    )
+    Token.objects.all().delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("tokens", "0001_initial"), ("authtoken", "0004_alter_tokenproxy_options")]
+
+    operations = [migrations.RunPython(forward, migrations.RunPython.noop)]
