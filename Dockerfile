@@ -8,8 +8,9 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install -r requirements.txt
 COPY . .
-# collectstatic needs a key at build time only; the real one comes from the environment at run time.
-RUN DJANGO_SECRET_KEY=build-only-not-secret python manage.py collectstatic --noinput \
+# collectstatic runs with the production storage (DEBUG off) but without production's checks: no secret exists at
+# build time; the real key comes from the environment at run time.
+RUN TRAINER_PORTAL_MODE=embedded DJANGO_DEBUG=0 python manage.py collectstatic --noinput \
     && useradd --system --uid 10001 portal && mkdir -p /app/var && chown -R portal /app
 USER portal
 EXPOSE 8000

@@ -1,5 +1,5 @@
-"""Request middleware of the project: the Permissions-Policy header, and 503 + Retry-After (not a 500) when the
-database cannot answer."""
+"""Request middleware of the project: the Permissions-Policy header, the health probe, and 503 + Retry-After
+(not a 500) when the database cannot answer."""
 
 from __future__ import annotations
 
@@ -58,3 +58,19 @@ class PermissionsPolicyMiddleware:
         if settings.PERMISSIONS_POLICY and "Permissions-Policy" not in response:
             response["Permissions-Policy"] = settings.PERMISSIONS_POLICY
         return response
+
+
+class HealthCheckMiddleware:
+    """Answer ``GET /healthz`` with ``{"status": "ok"}`` before the Host header is validated.
+
+    The container health check runs inside the container and calls ``http://127.0.0.1:8000/healthz``, a host name
+    production does not allow; the probe must pass without widening ``ALLOWED_HOSTS`` or turning DEBUG on.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == "/healthz" and request.method in ("GET", "HEAD"):
+            return JsonResponse({"status": "ok"})
+        return self.get_response(request)

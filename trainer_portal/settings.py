@@ -45,12 +45,37 @@ if MODE not in {"embedded", "production"}:
 EMBEDDED = MODE == "embedded"
 
 DEBUG = env_bool("DJANGO_DEBUG", EMBEDDED)
+# Embedded mode only: a fixed, obviously-insecure key so sessions survive restarts of the demo.
+EMBEDDED_SECRET_KEY = "embedded-insecure-key-do-not-use-in-production-" + "x" * 16
+# Keys that are public (in this repository or Django's docs) and so no secret at all.
+KNOWN_PUBLIC_SECRET_KEYS = {EMBEDDED_SECRET_KEY, "change-me-to-50-random-characters", "build-only-not-secret"}
+
+
+def secret_key_problem(key: str) -> str:
+    """Return why ``key`` is not fit for production ("" when it is): missing, short, public or Django's default."""
+    if not key:
+        return "it is not set"
+    if key in KNOWN_PUBLIC_SECRET_KEYS or key.startswith("django-insecure"):
+        return "it is a published example or Django's insecure default"
+    if len(key) < 50 or len(set(key)) < 5:
+        return f"it is too short or too simple ({len(key)} characters, {len(set(key))} distinct; use 50+ random ones)"
+    return ""
+
+
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not EMBEDDED:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set in production mode (50+ random characters).")
-    # Embedded mode only: a fixed, obviously-insecure key so sessions survive restarts of the demo.
-    SECRET_KEY = "embedded-insecure-key-do-not-use-in-production-" + "x" * 16
+if not EMBEDDED:
+    if DEBUG:
+        raise ImproperlyConfigured("DJANGO_DEBUG must be off in production mode (it shows code and settings).")
+    if problem := secret_key_problem(SECRET_KEY):
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY is refused in production mode: {problem}. "
+            'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
+elif not SECRET_KEY:
+    SECRET_KEY = EMBEDDED_SECRET_KEY
+
+# Set where a TLS proxy that we run (docker-compose: caddy) is the only way in: see SECURE_PROXY_SSL_HEADER.
+BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
@@ -78,6 +103,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "trainer_portal.middleware.PermissionsPolicyMiddleware",
+    # Before anything that checks the Host header: the container health check calls http://127.0.0.1/healthz.
+    "trainer_portal.middleware.HealthCheckMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -125,6 +152,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     })
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# One cache for every web process when DJANGO_CACHE_URL (redis://…) is set; else per process (embedded: one process).
+if os.environ.get("DJANGO_CACHE_URL"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": os.environ["DJANGO_CACHE_URL"]}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -177,7 +209,7 @@ REST_FRAMEWORK = {
     ],
     # Client address for the rate limits: the last X-Forwarded-For entry added by this many trusted proxies
     # (1 behind the compose TLS proxy); 0 = REMOTE_ADDR only.
-    "NUM_PROXIES": int(os.environ.get("DJANGO_NUM_PROXIES", "0")),
+    "NUM_PROXIES": int(os.environ.get("DJANGO_NUM_PROXIES", "1" if BEHIND_TLS_PROXY else "0")),
     "DEFAULT_THROTTLE_RATES": {"auth": os.environ.get("TRAINER_PORTAL_AUTH_RATE", "20/min")},
     "DEFAULT_PERMISSION_CLASSES": ["trainer_portal.permissions.IsViewer"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -263,7 +295,12 @@ if not EMBEDDED:
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # /healthz answers plain HTTP on any host name, for the container health check (HealthCheckMiddleware).
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # Behind the TLS proxy (docker-compose: caddy) only: it sets X-Forwarded-Proto itself, and gunicorn is
+    # reachable from nowhere else. Exposed directly, a client could claim https with that header, so it is opt-in.
+    if BEHIND_TLS_PROXY:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -27,11 +27,12 @@ class Command(BaseCommand):
                 name, _, password = line.partition(" ")
                 stored[name] = password
         lines = []
-        for username, group_name, is_superuser in (("admin", PLATFORM_ADMIN, True), ("viewer", VIEWER, False)):
+        # Portal roles only: "admin" is a platform admin, not a Django superuser (no /admin/, no bypass of roles).
+        for username, group_name in (("admin", PLATFORM_ADMIN), ("viewer", VIEWER)):
             password = stored.get(username) or secrets.token_urlsafe(12)
             user, _ = get_user_model().objects.get_or_create(username=username)
-            user.is_superuser = is_superuser
-            user.is_staff = is_superuser
+            user.is_superuser = False
+            user.is_staff = False
             user.set_password(password)
             user.save()
             user.groups.add(Group.objects.get(name=group_name))
