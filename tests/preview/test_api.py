@@ -296,8 +296,8 @@ def _nodes_without_rack_labels(count: int) -> list[dict]:
 def test_it_previews_on_the_live_cluster_once_a_snapshot_exists(api, policies, settings, tmp_path):
     import time
 
-    from runtimes.domain.placement.snapshot import ClusterSnapshot
     from runtimes.topology import LiveSnapshot, save_live_snapshot, topology_keys
+    from trainer_portal.placement.snapshot import ClusterSnapshot
 
     settings.VAR_DIR = tmp_path
     live_body = {**body(2), "topology": {"source": "live"}}

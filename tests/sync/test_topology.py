@@ -35,7 +35,7 @@ def pod(name: str, node_name: str, gpus: int = 2) -> dict:
 
 def fresh_fingerprint(gateway) -> dict:
     nodes, pods = gateway.list(kube.CORE_NODE), gateway.list(kube.CORE_POD)
-    tracker = topology.TopologyTracker()
+    tracker = topology.TopologyTracker(topology.topology_keys())
     tracker.relist_nodes(nodes.items, nodes.resource_version)
     tracker.relist_pods(pods.items, pods.resource_version)
     return topology.snapshot_fingerprint(tracker.snapshot)

@@ -337,7 +337,7 @@ def test_the_topology_key_picker_offers_the_label_keys_on_the_clusters_nodes(cli
     from runtimes import topology
     from sandbox.topology import make_node
 
-    tracker = topology.TopologyTracker()
+    tracker = topology.TopologyTracker(topology.topology_keys())
     nodes = [make_node(f"n{i}", zone="zone-a", block="b1", rack=f"r{i % 2}") for i in range(3)]
     nodes[0]["metadata"]["labels"]["example.com/pod-of-racks"] = "pod-7"
     tracker.relist_nodes(nodes, "1")
