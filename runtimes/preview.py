@@ -311,7 +311,7 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | Non
 
 def live_source_available() -> bool:
     """Return True when the worker has saved a live cluster snapshot (`runtimes.topology`)."""
-    from runtimes import topology
+    from trainer_portal.cluster import snapshots as topology
 
     return topology.live_source_available()
 
@@ -367,7 +367,7 @@ def _live_source() -> _Source:
 
     The heat-map summary is kept for the current snapshot object and version, so typing does not redo it.
     """
-    from runtimes import topology
+    from trainer_portal.cluster import snapshots as topology
 
     live = topology.live_snapshot()
     if live is None:
