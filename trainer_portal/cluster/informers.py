@@ -71,6 +71,11 @@ def register(factory: HandlerFactory) -> None:
     _FACTORIES[name] = factory
 
 
+def unregister(name: str) -> None:
+    """Forget the handler factory registered under ``name`` (nothing happens when there is none)."""
+    _FACTORIES.pop(name, None)
+
+
 def registered() -> list[HandlerFactory]:
     """Return the registered handler factories in registration order."""
     return list(_FACTORIES.values())
@@ -178,6 +183,7 @@ class InformerHub:
                 self._call(handler, "close")
             if self.elector is not None:
                 self.elector.release()
+                self.leader = False
 
     def _start_watchers(self) -> None:
         """Start a watcher for every kind not watched yet that the cluster serves now."""

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from trainer_portal.kube.client import Gateway, get_gateway
 from trainer_portal.kube.errors import KubeConflict, KubeError, KubeForbidden, KubeNotFound
-from trainer_portal.kube.resources import LEASE, Resource
+from trainer_portal.kube.resources import LEASE, Resource, ResourceKind
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ class LeaseElector:
         lease_duration: float = LEASE_DURATION_SECONDS,
         renew_interval: float = RENEW_INTERVAL_SECONDS,
         retry_interval: float = RETRY_INTERVAL_SECONDS,
+        lease_kind: ResourceKind = LEASE,
     ) -> None:
         self.gateway = gateway or get_gateway()
         self.namespace = namespace or getattr(settings, "CLUSTER_WATCH_LEASE_NAMESPACE", DEFAULT_LEASE_NAMESPACE)
@@ -70,6 +71,7 @@ class LeaseElector:
         self.lease_duration = lease_duration
         self.renew_interval = renew_interval
         self.retry_interval = retry_interval
+        self.lease_kind = lease_kind
         self.mode = "lease"
         self.reason = ""
         self.holder = ""
@@ -104,7 +106,7 @@ class LeaseElector:
     def step(self) -> bool:
         """Try once to acquire or renew the Lease; return whether this process holds it afterwards."""
         try:
-            resource = self._resource or self.gateway.resolve(LEASE)
+            resource = self._resource or self.gateway.resolve(self.lease_kind)
             self._resource = resource
             lease = self.gateway.get(resource, name=self.name, namespace=self.namespace)
             if lease is None:
