@@ -1,6 +1,6 @@
 """HTML pages for the cluster: connection status, sync/drift/adopt actions, bulk apply progress.
 
-Thin views: reads go through ``runtimes.cluster`` / ``runtimes.sync`` / ``runtimes.topology``, writes through the
+Thin views: reads go through ``runtimes.sync``, writes through the
 sync services, Celery tasks are enqueued with ``transaction.on_commit``. Every page needs a portal role; every
 action needs platform-admin. Pages work without JavaScript; with htmx the sync panel and the bulk progress poll.
 """

@@ -310,7 +310,7 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | Non
 
 
 def live_source_available() -> bool:
-    """Return True when the worker has saved a live cluster snapshot (`runtimes.topology`)."""
+    """Return True when the worker has saved a live cluster snapshot (`trainer_portal.cluster.snapshots`)."""
     from trainer_portal.cluster import snapshots as topology
 
     return topology.live_source_available()
