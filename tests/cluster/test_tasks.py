@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from trainer_portal import kube
 from trainer_portal.cluster import snapshots, tasks
 
@@ -35,6 +37,7 @@ def test_the_refresh_task_returns_the_error_when_the_cluster_is_unreachable(sett
     assert snapshots.live_snapshot() is None
 
 
+@pytest.mark.django_db  # Celery's Django fixup touches the connection while it imports the task modules
 def test_every_beat_entry_names_a_registered_task(settings):
     from trainer_portal.celery import app
 
