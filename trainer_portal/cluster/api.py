@@ -12,6 +12,9 @@ from trainer_portal.permissions import IsViewer
 
 from . import selectors
 
+# The project-wide error body ({"error": {code, message, fields}}), documented once as the "Error" component.
+ERROR_BODY = {"$ref": "#/components/schemas/Error"}
+
 
 class ClusterVersionSerializer(serializers.Serializer):
     git_version = serializers.CharField(allow_blank=True)
@@ -72,7 +75,7 @@ class ClusterApi(APIView):
         "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
         "an unreachable cluster has `reachable: false` with `error` and `hint`.",
         responses={200: ClusterStatusSerializer,
-                   403: OpenApiResponse(description="Not logged in, or your role may not do this.")},
+                   403: OpenApiResponse(ERROR_BODY, description="Not logged in, or your role may not do this.")},
         tags=["cluster sync"],
     )
     def get(self, request):
