@@ -8,7 +8,9 @@ Kinds the cluster does not serve (JobSet, Kueue Workload, …) are skipped, repo
 and looked up again every ``recheck_seconds``.
 
 With an elector (``leader.LeaseElector``) only the process holding the Lease flushes ``needs_leader`` handlers;
-handlers without it (the topology snapshot, per host) are flushed everywhere.
+handlers without it (the topology snapshot, per host) are flushed everywhere. Every handler receives every relist
+and event of its kinds whether or not this process leads, so a process that gains leadership already knows the
+cluster and reconciles it at its next flush (``leadership_gained``).
 """
 
 from __future__ import annotations
