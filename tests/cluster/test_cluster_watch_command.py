@@ -1,5 +1,5 @@
 """``manage.py cluster_watch`` as a real process against the sandbox: it leads, saves the topology snapshot, and
-stops cleanly (exit 0) on SIGTERM; ``--once`` lists and exits."""
+stops cleanly (exit 0) on SIGTERM or SIGINT; ``--once`` lists and exits."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from trainer_portal import kube
 from trainer_portal.kube import resources
@@ -33,7 +35,8 @@ def command(cluster, var_dir: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_cluster_watch_saves_the_snapshot_holds_the_lease_and_stops_on_sigterm(cluster, gateway, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_cluster_watch_saves_the_snapshot_holds_the_lease_and_stops_on_a_signal(cluster, gateway, tmp_path, signum):
     gateway.create(kube.CORE_NODE, body=node("cmd-n1"))
     snapshot = tmp_path / "topology" / "live-snapshot.pickle"
     process = command(cluster, tmp_path, "--save-interval", "0.1")
@@ -43,7 +46,7 @@ def test_cluster_watch_saves_the_snapshot_holds_the_lease_and_stops_on_sigterm(c
         lease = wait_until(lambda: gateway.get(resources.COORDINATION_LEASE, name=LEASE_NAME, namespace="default"))
         assert lease["spec"]["holderIdentity"].split("_")[1] == str(process.pid)
 
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         out, err = process.communicate(timeout=5)  # a clean stop is prompt: TimeoutExpired fails the test
     finally:
         if process.poll() is None:
