@@ -202,7 +202,7 @@ def embedded(argv: Sequence[str] | None = None) -> int:
                    "--concurrency", "2", "--schedule", str(var_dir / "celerybeat-schedule")],
         logs / "worker.log", restart=True,
     ))
-    supervisor.start(Service("topology-watch", [*manage, "topology_watch"], logs / "topology.log", restart=True))
+    supervisor.start(Service("cluster-watch", [*manage, "cluster_watch"], logs / "cluster-watch.log", restart=True))
     supervisor.start(Service("web", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], logs / "web.log"))
     logger.info("Trainer Portal: http://127.0.0.1:%s/  (Ctrl-C stops everything; logs in %s)", port, logs)
     return supervisor.run()

@@ -5,6 +5,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from runtimes import cluster_urls as runtimes_cluster_urls
+from trainer_portal.cluster import urls as cluster_urls
+
 from . import views
 from .api_docs import RedocDocsView, SwaggerDocsView
 
@@ -17,7 +20,8 @@ urlpatterns = [
     path("account/tokens/", include("trainer_portal.tokens.urls")),
     path("runtimes/", include("runtimes.urls")),
     path("preview/", include("runtimes.preview_urls")),
-    path("cluster/", include("runtimes.cluster_urls")),
+    # One "cluster" namespace: the cluster app's page plus the policy sync pages that still live under it.
+    path("cluster/", include((cluster_urls.urlpatterns + runtimes_cluster_urls.urlpatterns, "cluster"))),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
