@@ -8,6 +8,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from trainer_portal.health.selectors import background_health
+from trainer_portal.health.serializers import BackgroundHealthFields
 from trainer_portal.permissions import IsViewer
 
 from . import selectors
@@ -45,8 +47,9 @@ class ClusterPermissionSerializer(serializers.Serializer):
     hint = serializers.CharField(allow_blank=True)
 
 
-class ClusterStatusSerializer(serializers.Serializer):
-    """The cluster connection status; when unreachable, ``error`` and ``hint`` say why and what to do."""
+class ClusterStatusSerializer(BackgroundHealthFields):
+    """The cluster connection status; when unreachable, ``error`` and ``hint`` say why and what to do. Also the
+    worker's and beat's heartbeats and the queue depth (``worker``, ``beat``, ``queueDepth``)."""
 
     connection = serializers.CharField()
     field_manager = serializers.CharField()
@@ -79,4 +82,4 @@ class ClusterApi(APIView):
         tags=["cluster sync"],
     )
     def get(self, request):
-        return Response(selectors.cluster_status())
+        return Response({**selectors.cluster_status(), **background_health().as_api()})

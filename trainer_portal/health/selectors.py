@@ -28,6 +28,16 @@ class BackgroundHealth:
     def beat_alive(self) -> bool:
         return self.beat_last_run is not None and self.now - self.beat_last_run <= ALIVE_WITHIN
 
+    @property
+    def worker_seen_ago(self) -> str:
+        """E.g. "3 s ago", or "never"."""
+        return _ago(self.worker_last_seen, self.now)
+
+    @property
+    def beat_ran_ago(self) -> str:
+        """E.g. "8 s ago", or "never"."""
+        return _ago(self.beat_last_run, self.now)
+
     def as_api(self) -> dict:
         """Return the camelCase payload of ``GET /api/v1/cluster/`` (timestamps as datetimes, for a serializer)."""
         return {
@@ -63,6 +73,12 @@ def queued_sync_warning(*, queued_since: datetime | None, health: BackgroundHeal
         return "Queued, but no worker has ever reported in: start the Celery worker."
     seconds = int((health.now - health.worker_last_seen).total_seconds())
     return f"Queued, but no worker has been seen for {_span(seconds)}: check the Celery worker."
+
+
+def _ago(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return "never"
+    return f"{_span(max(0, int((now - moment).total_seconds())))} ago"
 
 
 def _span(seconds: int) -> str:
