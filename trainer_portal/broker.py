@@ -77,9 +77,11 @@ def queue_size(folder: str | os.PathLike, queue: str) -> int:
 class Channel(filesystem.Channel):
     """A filesystem channel whose writes are atomic renames and whose reads claim a file before opening it."""
 
-    def _folder(self, name: str, parent: str) -> Path:
+    def _folder(self, name: str, parent: str | Path) -> Path:
+        # The configured folder itself must exist (a missing one is a misconfiguration to report, not to paper
+        # over by writing where no worker reads); only our own subfolders are created on demand.
         folder = Path(parent) / name
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
         return folder
 
     # --- messages ---------------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ class Channel(filesystem.Channel):
     def _update_table(self, exchange, change) -> None:
         """Apply ``change(rows) -> rows`` to the exchange's table under its lock file, replacing it atomically."""
         file = self._exchange_file(exchange)
-        self.control_folder.mkdir(parents=True, exist_ok=True)
+        self.control_folder.mkdir(exist_ok=True)
         staging = self._folder(STAGING, self.control_folder)
         try:
             with open(file.with_name(file.name + ".lock"), "a") as lock:

@@ -153,3 +153,12 @@ def test_it_keeps_every_queue_bound_when_many_bind_at_once(tmp_path, binders):
     with _connection(tmp_path) as conn:
         table = conn.default_channel.get_table("shared")
     assert {row.queue for row in table} == {f"q-{n}-{r}" for n in range(binders) for r in range(10)}
+
+
+def test_a_missing_queue_folder_is_an_error_not_a_new_folder(tmp_path):
+    from kombu.exceptions import ChannelError
+
+    options = {**_options(tmp_path), "data_folder_out": str(tmp_path / "nowhere" / "broker")}
+    with Connection(URL, transport_options=options) as conn, pytest.raises(ChannelError, match="Cannot add a message"):
+        conn.SimpleQueue("q").put({"x": 1})
+    assert not (tmp_path / "nowhere").exists()
