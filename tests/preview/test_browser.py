@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from runtimes import services
 from tests.browser.conftest import _portal_roles, browser, chromium_executable, page  # noqa: F401 — fixtures
@@ -39,7 +40,8 @@ def test_it_updates_the_verdict_as_the_user_types(viewer_page):
 
     viewer_page.fill("#pv-numNodes", "5")
 
-    viewer_page.wait_for_function("document.querySelector('#pv-verdict-title').textContent === 'Does not fit'")
+    # Locator waits, not wait_for_function: the page's Content-Security-Policy forbids evaluating strings.
+    expect(title).to_have_text("Does not fit")
     assert "fits 4 of 5" in viewer_page.locator(".pv-explanation").inner_text()
     assert viewer_page.evaluate("window.__sameDocument") is True  # swapped in place, no page load
     assert "does not fit" in viewer_page.locator("#pv-status").inner_text()
@@ -50,9 +52,9 @@ def test_it_shows_a_bad_quantity_next_to_its_field(viewer_page):
 
     viewer_page.fill("#pv-gpu", "4Gi")
 
-    viewer_page.wait_for_function("document.querySelector('#pv-err-gpu').textContent.includes('whole units')")
+    expect(viewer_page.locator("#pv-err-gpu")).to_contain_text("whole units")
     viewer_page.fill("#pv-gpu", "4")
-    viewer_page.wait_for_function("document.querySelector('#pv-err-gpu').textContent === ''")
+    expect(viewer_page.locator("#pv-err-gpu")).to_have_text("")
     assert viewer_page.locator("#pv-verdict-title").inner_text() == "Fits"
 
 
@@ -65,5 +67,5 @@ def test_the_script_mounts_the_panel_into_the_policy_page(viewer_page):
     viewer_page.wait_for_selector("#preview-panel #pv-verdict-title")
     viewer_page.fill("#preview-panel #pv-numNodes", "64")
 
-    viewer_page.wait_for_function("document.querySelector('#pv-verdict-title').textContent === 'Does not fit'")
+    expect(viewer_page.locator("#pv-verdict-title")).to_have_text("Does not fit")
     assert viewer_page.locator("#preview-panel input[name=policy]").get_attribute("value") == "torch-l3"
