@@ -111,8 +111,8 @@ def _wait_all_synced(count: int, started: float, timeout: float) -> list[float]:
 def bench_apply(count: int, tmp: Path) -> dict:
     """Run the apply + no-op resync scenarios; return the measurements."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from runtimes import sync
-    from runtimes.services import policy_create
+    from runtimes.services import sync
+    from runtimes.services.policies import policy_create
     from sandbox.testing import SandboxProcess
     from tests.sync.worker import WorkerProcess
     from trainer_portal import kube

@@ -35,7 +35,7 @@ def _retry_countdown(retries: int) -> float:
 @shared_task(bind=True, acks_late=True, max_retries=SYNC_MAX_RETRIES, name="runtimes.tasks.runtime_sync_task")
 def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) -> str:
     """Sync revision ``revision`` of policy ``policy_id`` to the cluster; return the outcome name."""
-    from runtimes.sync import runtime_sync, runtime_sync_give_up
+    from runtimes.services.sync import runtime_sync, runtime_sync_give_up
 
     try:
         result = runtime_sync(policy_id=policy_id, revision=revision, force=force)
@@ -55,7 +55,7 @@ def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) 
 
 def _requeue_current(policy_id: int) -> None:
     from runtimes.models import RuntimePolicy
-    from runtimes.sync import runtime_sync_request
+    from runtimes.services.sync import runtime_sync_request
 
     policy = RuntimePolicy.objects.filter(pk=policy_id).first()
     if policy is not None:
@@ -82,7 +82,7 @@ def runtimes_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
     A policy that hits a transient error is handed to its own ``runtime_sync_task`` (which retries with backoff),
     so one flaky object never holds up or re-runs the others.
     """
-    from runtimes.sync import runtime_sync
+    from runtimes.services.sync import runtime_sync
 
     counts: dict[str, int] = {}
     for policy_id, revision in items:
@@ -104,7 +104,7 @@ def runtimes_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
 @shared_task(acks_late=True, name="runtimes.tasks.runtimes_requeue_unfinished_task")
 def runtimes_requeue_unfinished_task() -> int:
     """Re-enqueue policies left queued/syncing (lost messages, killed workers); return how many."""
-    from runtimes.sync import policies_unfinished
+    from runtimes.services.sync import policies_unfinished
 
     items = policies_unfinished()
     for policy_id, revision in items:
@@ -119,7 +119,7 @@ def runtimes_requeue_unfinished_task() -> int:
 )
 def runtimes_drift_check_task(self) -> int:
     """Compare every synced policy with the cluster (beat); return the number of drifted policies."""
-    from runtimes.sync import runtimes_drift_check_all
+    from runtimes.services.sync import runtimes_drift_check_all
 
     try:
         return len(runtimes_drift_check_all())
@@ -133,7 +133,7 @@ def runtimes_drift_check_task(self) -> int:
 @shared_task(bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.runtime_drift_check_task")
 def runtime_drift_check_task(self, policy_id: int) -> bool:
     """Check one policy for drift (on demand); return True when it drifted."""
-    from runtimes.sync import runtime_drift_check
+    from runtimes.services.sync import runtime_drift_check
 
     try:
         result = runtime_drift_check(policy_id=policy_id)

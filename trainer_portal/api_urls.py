@@ -1,8 +1,4 @@
-"""REST API v1 routes, gathered from each app's ``api/*urls.py``.
-
-Order matters: sync and preview routes such as ``runtimes/sync/`` must come before the policy routes,
-or ``sync`` would be read as the name of a policy.
-"""
+"""REST API v1 routes: the token endpoint and each app's ``api/urls.py``."""
 
 from django.urls import include, path
 
@@ -10,7 +6,5 @@ from .auth_api import ObtainTokenApi
 
 urlpatterns = [
     path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),
-    path("", include("runtimes.api.sync_urls")),
-    path("", include("runtimes.api.preview_urls")),
     path("", include("runtimes.api.urls")),
 ]

@@ -129,6 +129,6 @@ def line_numbers(text: str | None) -> str:
 @register.filter
 def problem_field(path: str | None) -> str:
     """Return the editor field (HTML name) that shows a problem at `path`, or "" when no field does."""
-    from runtimes.forms import problem_field_name
+    from runtimes.forms.editor import problem_field_name
 
     return problem_field_name(path or "") or ""

@@ -11,7 +11,7 @@ import pytest
 
 from runtimes.domain.manifest import new_runtime
 from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
-from runtimes.preview import (
+from runtimes.services.preview import (
     CAVEAT,
     MAX_NUM_NODES,
     PreviewInputError,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
+from runtimes.services import sync
 from trainer_portal import kube
 from trainer_portal.kube.config import KubeSettings
 

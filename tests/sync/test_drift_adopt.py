@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import RevisionSource, SyncState
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import sync
 from trainer_portal import kube
 from trainer_portal.kube.config import KubeSettings
 

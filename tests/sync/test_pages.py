@@ -6,9 +6,9 @@ import html
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
+from runtimes.services import sync
 from trainer_portal import kube
 from trainer_portal.kube.config import KubeSettings
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import sync, sync_batches
 from trainer_portal import kube
 
 from .conftest import edit_policy, runtime_manifest
@@ -198,17 +198,17 @@ def test_bulk_progress_counts_successes_and_lists_failures(cluster, make_policy)
     broken["spec"]["mlPolicy"]["numNodes"] = "x"
     PolicyRevision.objects.filter(policy=bad, number=1).update(manifest=broken)
     items = sync.runtimes_sync_request()
-    job = sync.sync_job_create(items=items)
-    assert sync.sync_job_progress(job_id=job["id"])["pending"] == 4
+    job = sync_batches.sync_job_create(items=items)
+    assert sync_batches.sync_job_progress(job_id=job["id"])["pending"] == 4
 
     for policy_id, revision in items[:2]:
         sync.runtime_sync(policy_id=policy_id, revision=revision)
-    halfway = sync.sync_job_progress(job_id=job["id"])
+    halfway = sync_batches.sync_job_progress(job_id=job["id"])
     assert (halfway["done"], halfway["total"], halfway["finished"]) == (2, 4, False)
 
     for policy_id, revision in items[2:]:
         sync.runtime_sync(policy_id=policy_id, revision=revision)
-    done = sync.sync_job_progress(job_id=job["id"])
+    done = sync_batches.sync_job_progress(job_id=job["id"])
     assert (done["succeeded"], done["finished"]) == (3, True)
     assert [f["name"] for f in done["failed"]] == ["bulk-bad"]
     assert len(good) == 3
@@ -236,7 +236,7 @@ def test_bulk_progress_is_readable_without_the_cache(make_policy, settings, tmp_
 
     settings.VAR_DIR = tmp_path
     make_policy("filed")
-    job = sync.sync_job_create(items=sync.runtimes_sync_request())
+    job = sync_batches.sync_job_create(items=sync.runtimes_sync_request())
     cache.clear()  # another web process has no such cache entry
-    assert sync.sync_job_progress(job_id=job["id"])["total"] == 1
-    assert sync.sync_job_progress(job_id="../../etc") is None
+    assert sync_batches.sync_job_progress(job_id=job["id"])["total"] == 1
+    assert sync_batches.sync_job_progress(job_id="../../etc") is None

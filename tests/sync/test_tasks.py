@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import sync, sync_batches
 from runtimes.tasks import (
     runtime_sync_task,
     runtimes_bulk_sync_task,
@@ -83,13 +83,13 @@ def test_bulk_fan_out_under_faults_converges_without_duplicates(cluster, gateway
     for index in range(12):
         make_policy(f"fan-{index:02d}")
     items = sync.runtimes_sync_request()
-    job = sync.sync_job_create(items=items)
+    job = sync_batches.sync_job_create(items=items)
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=5)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes", action="drop", count=2)
 
     runtimes_bulk_sync_task.delay([[pid, rev] for pid, rev in items])
 
-    progress = sync.sync_job_progress(job_id=job["id"])
+    progress = sync_batches.sync_job_progress(job_id=job["id"])
     assert (progress["succeeded"], progress["failed"], progress["finished"]) == (12, [], True)
     live = gateway.list(ctr).items
     assert sorted(obj["metadata"]["name"] for obj in live) == [f"fan-{i:02d}" for i in range(12)]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
+from runtimes.services import sync
 
 from .conftest import edit_policy
 from .worker import WorkerProcess, database_url

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from runtimes import sync
+from runtimes.services import sync
 from trainer_portal import kube
 
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runtimes.errors import PolicyNotFound
-from runtimes.preview import (
+from runtimes.services.preview import (
     API_VERSIONS,
     FRAGMENTATIONS,
     MAX_NUM_NODES,

@@ -21,23 +21,18 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from runtimes.choices import RevisionSource, SyncState
+from runtimes.domain.diff import semantically_equal, structural_diff, unified_diff
+from runtimes.domain.manifest import API_VERSION, KIND, dump_yaml, strip_server_fields
+from runtimes.errors import PolicyError
+from runtimes.models import PolicyRevision, RuntimePolicy
 from trainer_portal import kube
-
-from .choices import RevisionSource, SyncState
-from .domain.diff import semantically_equal, structural_diff, unified_diff
-from .domain.manifest import API_VERSION, KIND, dump_yaml, strip_server_fields
-from .errors import PolicyError
-from .models import PolicyRevision, RuntimePolicy
 
 logger = logging.getLogger(__name__)
 
@@ -151,108 +146,7 @@ def runtimes_sync_request(*, names: list[str] | None = None) -> list[tuple[int, 
     return [(policy.pk, runtime_sync_request(policy=policy)) for policy in queryset.only("pk", "name")]
 
 
-def sync_job_create(*, items: list[tuple[int, int]], actor: Any = None) -> dict:
-    """Record a bulk sync of ``items`` (policy id, revision) and return the job ``{id, created_at, items}``.
 
-    Progress is derived from the policies' rows (see :func:`sync_job_progress`); the job itself only remembers
-    what was asked, in the cache, for a day.
-    """
-    job = {
-        "id": uuid.uuid4().hex,
-        "created_at": timezone.now().isoformat(),
-        "actor": getattr(actor, "username", "") or "",
-        "items": [[policy_id, revision] for policy_id, revision in items],
-    }
-    cache.set(_job_key(job["id"]), job, SYNC_JOB_TTL_SECONDS)
-    _job_file_write(job)
-    return job
-
-
-def sync_job_progress(*, job_id: str) -> dict | None:
-    """Return ``{id, total, done, succeeded, failed: [{name, error}], pending, finished, items}`` or None if unknown.
-
-    An item is done when its revision (or a newer one) is applied, when it failed permanently, or when a newer
-    revision was requested since (the newer request carries on).
-    """
-    job = cache.get(_job_key(job_id)) or _job_file_read(job_id)
-    if job is None:
-        return None
-    wanted = {int(pid): int(rev) for pid, rev in job["items"]}
-    rows = RuntimePolicy.objects.filter(pk__in=wanted).values(
-        "pk", "name", "sync_state", "sync_requested_revision", "applied_revision", "last_sync_error"
-    )
-    items = []
-    succeeded = failed = 0
-    failures = []
-    for row in rows:
-        revision = wanted[row["pk"]]
-        status = _item_status(row, revision)
-        if status == "succeeded":
-            succeeded += 1
-        elif status == "failed":
-            failed += 1
-            failures.append({"name": row["name"], "error": row["last_sync_error"]})
-        items.append({"name": row["name"], "revision": revision, "status": status, "state": row["sync_state"]})
-    gone = len(wanted) - len(items)
-    total = len(wanted)
-    done = succeeded + failed + gone
-    return {
-        "id": job["id"],
-        "created_at": job["created_at"],
-        "total": total,
-        "done": done,
-        "succeeded": succeeded,
-        "failed": failures,
-        "pending": total - done,
-        "finished": done >= total,
-        "items": sorted(items, key=lambda item: item["name"]),
-    }
-
-
-def _item_status(row: dict, revision: int) -> str:
-    if (row["applied_revision"] or 0) >= revision and row["sync_state"] in LIVE_STATES:
-        return "succeeded"
-    if (row["sync_requested_revision"] or 0) > revision:
-        return "succeeded"  # superseded by a newer request, which is tracked on its own
-    if row["sync_state"] == SyncState.FAILED and row["sync_requested_revision"] == revision:
-        return "failed"
-    return "pending"
-
-
-def _job_key(job_id: str) -> str:
-    return f"runtimes:sync-job:{job_id}"
-
-
-# The cache is per process unless a shared backend (Redis) is configured; a small JSON file under VAR_DIR makes
-# progress readable from every web process on the host either way.
-def _job_dir() -> Path:
-    from django.conf import settings
-
-    return Path(settings.VAR_DIR) / "sync-jobs"
-
-
-def _job_file_write(job: dict) -> None:
-    directory = _job_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        cutoff = time.time() - SYNC_JOB_TTL_SECONDS
-        for old in directory.glob("*.json"):
-            if old.stat().st_mtime < cutoff:
-                old.unlink(missing_ok=True)
-        tmp = directory / f".{job['id']}.tmp"
-        tmp.write_text(json.dumps(job))
-        tmp.replace(directory / f"{job['id']}.json")
-    except OSError as exc:
-        logger.warning("cannot store sync job %s on disk: %s", job["id"], exc)
-
-
-def _job_file_read(job_id: str) -> dict | None:
-    if not job_id.isalnum():
-        return None
-    try:
-        return json.loads((_job_dir() / f"{job_id}.json").read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def policies_unfinished() -> list[tuple[int, int]]:
@@ -678,7 +572,7 @@ def adoptable_manifest(live: dict) -> dict:
 
 
 def _adopt_into(policy: RuntimePolicy, live: dict, *, actor: Any) -> RuntimePolicy:
-    from .services import policy_update
+    from runtimes.services.policies import policy_update
 
     manifest = adoptable_manifest(live)
     with transaction.atomic():
@@ -716,7 +610,7 @@ def runtimes_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptR
     differs is left alone and reported (resolve it through drift). Invalid runtimes are reported in ``failed``.
     Raises KubeError when the cluster cannot be listed.
     """
-    from .services import policy_create
+    from runtimes.services.policies import policy_create
 
     gateway = gateway or kube.get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
@@ -778,7 +672,7 @@ def runtime_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, 
     ``{trainjobs, trainjobs_error, note, num_nodes, old: {pod_groups, error}, new: {...}, yaml_diff}``; "old" is the
     applied revision (or the live object when there is none). Never raises for cluster errors (they are reported).
     """
-    from .domain.expansion import ExpansionError, expand
+    from runtimes.domain.expansion import ExpansionError, expand
 
     impact: dict[str, Any] = {
         "note": "Runtimes only affect TrainJobs created after the change; running TrainJobs keep their PodGroups.",
@@ -846,3 +740,5 @@ def runtime_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | Non
 def live_yaml(obj: dict | None) -> str:
     """Return ``obj`` without server fields as YAML ('' for None), for side-by-side views."""
     return dump_yaml(comparable(obj)) if obj else ""
+
+

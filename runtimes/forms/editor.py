@@ -16,204 +16,32 @@ import re
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from .choices import ImportMode, SyncState
-from .domain.constants import (
-    ANCESTOR_STEPS,
+from runtimes.domain.constants import (
     DEPENDS_ON_STATUSES,
-    TOPOLOGY_RACK,
-    TOPOLOGY_ZONE,
 )
-from .domain.editing import GroupFields, Level2Entry, PolicyFields, ReplicatedJobFields
-from .domain.labels import dns1123_subdomain_problems, label_key_problems, label_value_problems
-
-ML_POLICY_CHOICES = [
-    ("torch", "PyTorch (torch)"),
-    ("mpi", "MPI (DeepSpeed, Horovod…)"),
-    ("jax", "JAX"),
-    ("xgboost", "XGBoost"),
-    ("flux", "Flux"),
-    ("", "None"),
-]
-# The form's scheduling choice; "composite" is stored in PolicyFields as level2 entries plus level-1 fields.
-SCHEDULING_CHOICES = [
-    ("none", "None"),
-    ("level1", "Level 1 — one gang for the whole TrainJob"),
-    ("level2", "Level 2 — groups of ReplicatedJobs (+ optional level 3 per Job)"),
-    ("composite", "Composite — level 1 around level-2 groups (gang of gangs)"),
-    ("coscheduling", "Legacy coscheduling (podGroupPolicy)"),
-    ("volcano", "Legacy Volcano (podGroupPolicy)"),
-]
-POLICY_CHOICES = [("gang", "Gang"), ("basic", "Basic")]
-DISRUPTION_CHOICES = [("", "Default"), ("single", "Single pod"), ("all", "All pods of the group")]
-ANCESTOR_CHOICES = [("", "— none —"), *[(step, step) for step in ANCESTOR_STEPS]]
-BOOL_CHOICES = [("", "Default"), ("true", "Yes"), ("false", "No")]
-VOLCANO_MODE_CHOICES = [("", "Default (hard)"), ("hard", "hard"), ("soft", "soft")]
-MPI_IMPLEMENTATION_CHOICES = [("", "Default (OpenMPI)"), ("OpenMPI", "OpenMPI")]
-
-SCHEDULING_MODE_FILTER_CHOICES = [
-    ("", "Any scheduling"),
-    ("none", "None"),
-    ("level1", "Level 1"),
-    ("level2", "Level 2"),
-    ("level3", "Level 3"),
-    ("mixed", "Levels 2 + 3"),
-    ("composite", "Composite"),
-    ("coscheduling", "Legacy coscheduling"),
-    ("volcano", "Legacy Volcano"),
-]
-ORDERING_CHOICES = [
-    ("name", "Name A→Z"),
-    ("-name", "Name Z→A"),
-    ("-updated_at", "Recently changed"),
-    ("updated_at", "Least recently changed"),
-    ("framework", "Framework"),
-    ("sync_state", "Sync state"),
-]
-
-
-def topology_key_choices() -> list[str]:
-    """Return the topology keys the editor suggests: zone, rack and this site's network-block key."""
-    keys = [TOPOLOGY_ZONE, TOPOLOGY_RACK, settings.TOPOLOGY_BLOCK_KEY]
-    return list(dict.fromkeys(key for key in keys if key))
-
-
-def composite_enabled() -> bool:
-    """Return True when this site runs Trainer with the TrainJobCompositePodGroup gate (settings flag)."""
-    return bool(getattr(settings, "SCHEDULING_COMPOSITE_ENABLED", False))
-
-
-# --------------------------------------------------------------------------------------------------- list filters
-
-
-class PolicyFilterForm(forms.Form):
-    """GET filters of the policy list. Unknown values are ignored rather than shown as errors."""
-
-    q = forms.CharField(
-        required=False,
-        max_length=200,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Name, framework or scheduling…"}),
-    )
-    framework = forms.ChoiceField(required=False, choices=[("", "Any framework")])
-    mode = forms.ChoiceField(required=False, choices=SCHEDULING_MODE_FILTER_CHOICES)
-    sync = forms.ChoiceField(required=False, choices=[("", "Any state"), *SyncState.choices])
-    ordering = forms.ChoiceField(required=False, choices=ORDERING_CHOICES)
-
-    def __init__(self, *args: Any, frameworks: list[str] = (), **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["framework"].choices = [("", "Any framework"), *[(f, f) for f in frameworks]]
-
-    @staticmethod
-    def default_filters() -> dict[str, str]:
-        """Return the selector keyword arguments of an unfiltered list sorted by name."""
-        return {"search": "", "framework": "", "scheduling_mode": "", "sync_state": "", "ordering": "name"}
-
-    def filters(self) -> dict[str, str]:
-        """Return the selector keyword arguments for the valid filters (an invalid one falls back to "any")."""
-        self.is_valid()
-        data = self.cleaned_data
-        return {
-            "search": (data.get("q") or "").strip(),
-            "framework": data.get("framework") or "",
-            "scheduling_mode": data.get("mode") or "",
-            "sync_state": data.get("sync") or "",
-            "ordering": data.get("ordering") or "name",
-        }
-
-
-# --------------------------------------------------------------------------------------------------- helpers
-
-
-def parse_key_values(text: str, *, what: str, check_values: bool) -> dict[str, str]:
-    """Return the `key=value` lines of `text` as a dict (blank lines and `#` comments skipped).
-
-    Raises ValidationError naming the line when a line has no "=", a key is invalid, a key repeats, or (with
-    `check_values`) a value is not a valid label value.
-    """
-    result: dict[str, str] = {}
-    errors: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if "=" not in line:
-            errors.append(f"line {number}: write {what} as key=value (e.g. team=ml-platform)")
-            continue
-        key, value = (part.strip() for part in line.split("=", 1))
-        problems = [f"key {p}" for p in label_key_problems(key)]
-        if check_values:
-            problems += [f"value {p}" for p in label_value_problems(value)]
-        if key in result:
-            problems.append(f"key '{key}' appears twice; keep one line")
-        if problems:
-            errors.append(f"line {number} ({key or 'empty key'}): " + "; ".join(problems))
-            continue
-        result[key] = value
-    if errors:
-        raise ValidationError(errors)
-    return result
-
-
-def format_key_values(mapping: dict[str, str]) -> str:
-    """Return a dict as `key=value` lines, the format parse_key_values reads."""
-    return "\n".join(f"{key}={value}" for key, value in mapping.items())
-
-
-def clean_topology_key(value: str) -> str:
-    """Return the stripped topology key; raise ValidationError when it is not a valid node-label key."""
-    value = (value or "").strip()
-    if value:
-        problems = label_key_problems(value)
-        if problems:
-            raise ValidationError(
-                "Not a valid node-label key: " + "; ".join(problems) + f". Pick a suggestion (e.g. {TOPOLOGY_RACK})."
-            )
-    return value
-
-
-class TopologyKeyInput(forms.TextInput):
-    """A text input with a <datalist> of suggested keys: choose zone/rack/block or type any node-label key."""
-
-    datalist_id = "topology-keys"
-
-    def __init__(self, attrs: dict | None = None) -> None:
-        base = {"list": self.datalist_id, "placeholder": "none, or pick or type a key", "autocomplete": "off"}
-        super().__init__({**base, **(attrs or {})})
-
-
-def _optional_int(value: int | None) -> int | None:
-    return value if value is not None else None
-
-
-def keep_unknown_choices(form: forms.Form) -> None:
-    """Add the current value of each choice field to its choices when it is not one of them.
-
-    A manifest may hold a value the form does not offer (e.g. mpiImplementation "Intel"); showing it, marked, keeps
-    the form valid and lets the domain validator explain the problem instead of the form rejecting it silently.
-    """
-    for name, field in form.fields.items():
-        if not isinstance(field, forms.ChoiceField) or isinstance(field, forms.MultipleChoiceField):
-            continue
-        if form.is_bound:
-            value = form.data.get(form.add_prefix(name))
-        else:
-            value = form.initial.get(name, field.initial)
-        if value is None or isinstance(value, bool):
-            continue
-        value = str(value)
-        if value not in {str(key) for key, _ in field.choices}:
-            field.choices = [*field.choices, (value, f"{value} (not a known value)")]
-
-
-def _bool_choice(value: bool | None) -> str:
-    return "" if value is None else ("true" if value else "false")
-
-
-def _choice_bool(value: str) -> bool | None:
-    return None if value == "" else value == "true"
-
+from runtimes.domain.editing import GroupFields, Level2Entry, PolicyFields, ReplicatedJobFields
+from runtimes.domain.labels import dns1123_subdomain_problems, label_value_problems
+from runtimes.forms.fields import (
+    ANCESTOR_CHOICES,
+    BOOL_CHOICES,
+    DISRUPTION_CHOICES,
+    ML_POLICY_CHOICES,
+    MPI_IMPLEMENTATION_CHOICES,
+    POLICY_CHOICES,
+    SCHEDULING_CHOICES,
+    VOLCANO_MODE_CHOICES,
+    TopologyKeyInput,
+    bool_choice,
+    choice_bool,
+    clean_topology_key,
+    composite_enabled,
+    format_key_values,
+    keep_unknown_choices,
+    optional_int,
+    parse_key_values,
+)
 
 # --------------------------------------------------------------------------------------------------- editor forms
 
@@ -584,10 +412,10 @@ class PolicyEditor:
             "annotations": format_key_values(fields.annotations),
             "num_nodes": fields.num_nodes,
             "ml_policy": fields.ml_policy,
-            "mpi_num_proc_per_node": _optional_int(fields.mpi_num_proc_per_node),
+            "mpi_num_proc_per_node": optional_int(fields.mpi_num_proc_per_node),
             "mpi_implementation": fields.mpi_implementation,
             "mpi_ssh_auth_mount_path": fields.mpi_ssh_auth_mount_path,
-            "mpi_run_launcher_as_node": _bool_choice(fields.mpi_run_launcher_as_node),
+            "mpi_run_launcher_as_node": bool_choice(fields.mpi_run_launcher_as_node),
             "flux_num_proc_per_node": fields.flux_num_proc_per_node,
             "scheduling_mode": mode,
             **_group_initial(fields.level1, "l1_"),
@@ -679,7 +507,7 @@ class PolicyEditor:
             mpi_num_proc_per_node=data["mpi_num_proc_per_node"],
             mpi_implementation=data["mpi_implementation"] or "",
             mpi_ssh_auth_mount_path=data["mpi_ssh_auth_mount_path"] or "",
-            mpi_run_launcher_as_node=_choice_bool(data["mpi_run_launcher_as_node"] or ""),
+            mpi_run_launcher_as_node=choice_bool(data["mpi_run_launcher_as_node"] or ""),
             flux_num_proc_per_node=data["flux_num_proc_per_node"],
             replicated_jobs=jobs,
             scheduling_mode="level2" if mode == "composite" else mode,
@@ -759,47 +587,5 @@ def problems_by_field(problems: list[dict[str, Any]]) -> tuple[dict[str, list[di
     return by_field, unmatched
 
 
-# --------------------------------------------------------------------------------------------------- import & confirms
 
 
-class ImportForm(forms.Form):
-    """Paste or upload one or many ClusterTrainingRuntimes (YAML, multi-document, or JSON)."""
-
-    text = forms.CharField(
-        required=False,
-        label="Paste YAML or JSON",
-        widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false", "class": "mono"}),
-        strip=False,
-    )
-    file = forms.FileField(required=False, label="…or upload a file", help_text=".yaml, .yml or .json, up to 1 MiB.")
-    mode = forms.ChoiceField(choices=ImportMode.choices, initial=ImportMode.CREATE_ONLY, widget=forms.RadioSelect)
-    message = forms.CharField(required=False, max_length=500, label="Message", initial="Imported")
-
-    MAX_BYTES = 1024 * 1024
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        upload = data.get("file")
-        if upload is not None:
-            if upload.size > self.MAX_BYTES:
-                raise ValidationError(f"The file is {upload.size} bytes; the limit is 1 MiB. Split it into parts.")
-            data["payload"] = upload.read()
-        elif (data.get("text") or "").strip():
-            data["payload"] = data["text"]
-        else:
-            raise ValidationError("Paste YAML/JSON or choose a file to import.")
-        return data
-
-
-class VersionForm(forms.Form):
-    """The optimistic-concurrency token posted by confirm pages (rollback, delete)."""
-
-    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
-
-
-class SaveForm(forms.Form):
-    """The non-field parts of an editor save: the YAML text (source of truth), base version and message."""
-
-    yaml = forms.CharField(required=False, strip=False, widget=forms.Textarea)
-    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-    message = forms.CharField(required=False, max_length=500)

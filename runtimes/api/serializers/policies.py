@@ -16,7 +16,7 @@ from rest_framework import serializers
 from runtimes.choices import POLICY_ORDERINGS, ImportMode, SyncState
 from runtimes.domain.manifest import MAX_DEPTH
 from runtimes.domain.policy import scheduling_summary
-from runtimes.services import MAX_MESSAGE_LENGTH
+from runtimes.services.policies import MAX_MESSAGE_LENGTH
 
 # PostgreSQL integer columns: larger numbers could never match and would fail the query.
 MAX_NUMBER = 2**31 - 1

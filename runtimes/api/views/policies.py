@@ -7,7 +7,6 @@ missing versions 428. Request bodies are capped at 1 MiB before they are parsed.
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from collections.abc import Callable
@@ -20,168 +19,29 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework import exceptions, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from runtimes import selectors, services
+from runtimes import selectors
+from runtimes.api.errors import ApiError, api_error_for, change_dicts, error_field
+from runtimes.api.parsers import YAML_PARSERS, LimitedJSONParser, MergePatchParser
+from runtimes.api.serializers import policies as s
 from runtimes.choices import ImportMode, RevisionSource
-from runtimes.domain.diff import Change
 from runtimes.domain.labels import is_dns1123_subdomain
-from runtimes.domain.manifest import MAX_MANIFEST_BYTES, ManifestError, dump_yaml, load_runtime
+from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime
 from runtimes.domain.policy import scheduling_summary
 from runtimes.errors import (
-    ImportInvalid,
     PolicyError,
-    PolicyInvalid,
-    PolicyNameTaken,
     PolicyNotFound,
     RevisionNotFound,
-    StaleVersion,
 )
-from trainer_portal.api import Conflict, SafeJSONRenderer
+from runtimes.services import policies as policy_services
+from trainer_portal.api import SafeJSONRenderer
 from trainer_portal.permissions import IsPlatformAdminOrReadOnly, IsViewer
-
-from . import serializers as s
 
 MAX_VERSION = 2**31 - 1
 YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml", "text/x-yaml")
 
-# --------------------------------------------------------------------------------------------------- errors
-
-
-class ApiError(exceptions.APIException):
-    """An error whose body is already the structured `{code, message, fields}` (kept as is, ints included)."""
-
-    def __init__(
-        self,
-        *,
-        status_code: int,
-        code: str,
-        message: str,
-        fields: list[dict[str, Any]] | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, code)
-        self.status_code = status_code
-        self.default_code = code
-        # Assigned after __init__, which would otherwise turn every value (line numbers too) into strings.
-        self.detail = {"code": code, "message": message, "fields": fields or []}
-        self.extra = extra or {}
-
-
-def _field(path: str, message: str, code: str = "invalid") -> dict[str, Any]:
-    return {"path": path, "message": message, "code": code}
-
-
-def _prefixed(problems: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
-    result = []
-    for problem in problems:
-        path = problem.get("path") or ""
-        result.append({**problem, "path": f"{prefix}.{path}" if path and prefix else (path or prefix)})
-    return result
-
-
-def change_dicts(changes: list[Change]) -> list[dict[str, Any]]:
-    """Return domain changes as JSON-ready dicts."""
-    return [s.change_dict(change) for change in changes]
-
-
-def api_error_for(exc: PolicyError, *, prefix: str = "manifest") -> exceptions.APIException:
-    """Return the API exception for service error `exc`; manifest field paths get `prefix` in front."""
-    if isinstance(exc, ImportInvalid):
-        return ApiError(status_code=400, code="invalid", message=exc.message, fields=exc.problems)
-    if isinstance(exc, PolicyInvalid):
-        return ApiError(status_code=400, code="invalid", message=exc.message, fields=_prefixed(exc.problems, prefix))
-    if isinstance(exc, StaleVersion):
-        return Conflict(
-            exc.message,
-            extra={
-                "code": "conflict",
-                "currentVersion": exc.current_version,
-                "expectedVersion": exc.expected_version,
-                "changes": change_dicts(exc.changes),
-            },
-        )
-    if isinstance(exc, PolicyNameTaken):
-        return ApiError(
-            status_code=409,
-            code="name_taken",
-            message=exc.message,
-            fields=[_field(f"{prefix}.metadata.name", exc.message, "name_taken")],
-        )
-    if isinstance(exc, PolicyNotFound | RevisionNotFound):
-        return ApiError(status_code=404, code="not_found", message=exc.message)
-    return ApiError(status_code=400, code=exc.code, message=exc.message)
-
-
-# --------------------------------------------------------------------------------------------------- parsers
-
-
-def _read_limited(stream, parser_context) -> bytes:
-    """Return the request body, refusing (413) anything over MAX_MANIFEST_BYTES before reading it all."""
-    request = (parser_context or {}).get("request")
-    length = request.META.get("CONTENT_LENGTH") if request is not None else None
-    if length and str(length).isdigit() and int(length) > MAX_MANIFEST_BYTES:
-        raise _too_large(int(length))
-    body = stream.read(MAX_MANIFEST_BYTES + 1) if stream is not None else b""
-    if len(body) > MAX_MANIFEST_BYTES:
-        raise _too_large(len(body))
-    return body
-
-
-def _too_large(size: int) -> ApiError:
-    return ApiError(
-        status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-        code="too_large",
-        message=f"The request body is {size} bytes; the limit is {MAX_MANIFEST_BYTES} bytes (1 MiB). "
-        "Split the input into smaller requests.",
-    )
-
-
-class LimitedJSONParser(JSONParser):
-    """JSON, at most 1 MiB; syntax errors and absurd nesting become 400 (never 500)."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        body = _read_limited(stream, parser_context)
-        encoding = (parser_context or {}).get("encoding") or "utf-8"
-        try:
-            text = codecs.decode(body, encoding)
-            return json.loads(text, parse_constant=_refuse_constant)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - the document is nested too deeply.")
-        except (ValueError, LookupError) as exc:
-            raise exceptions.ParseError(f"JSON parse error - {exc}")
-
-
-class MergePatchParser(LimitedJSONParser):
-    """`application/merge-patch+json`: the body is the merge patch itself (RFC 7396)."""
-
-    media_type = "application/merge-patch+json"
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON; use a number or a string")
-
-
-class YamlTextParser(BaseParser):
-    """YAML bodies (`application/yaml`, `text/yaml`): returned as text; the domain loader parses it safely."""
-
-    media_type = "application/yaml"
-
-    def parse(self, stream, media_type=None, parser_context=None) -> str:
-        body = _read_limited(stream, parser_context)
-        try:
-            return body.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise exceptions.ParseError(f"The body is not valid UTF-8 (byte offset {exc.start}); send UTF-8 text.")
-
-
-def _yaml_parser(media: str) -> type[YamlTextParser]:
-    return type(f"YamlParser_{media.replace('/', '_').replace('-', '_')}", (YamlTextParser,), {"media_type": media})
-
-
-YAML_PARSERS = [_yaml_parser(media) for media in YAML_MEDIA_TYPES]
 
 
 # --------------------------------------------------------------------------------------------------- base view
@@ -225,7 +85,7 @@ class PolicyApiView(GenericAPIView):
                 status_code=400,
                 code="invalid",
                 message="The request body must be a JSON object.",
-                fields=[_field("", "send a JSON object (Content-Type: application/json)", "type")],
+                fields=[error_field("", "send a JSON object (Content-Type: application/json)", "type")],
             )
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
@@ -255,7 +115,7 @@ def expected_version(request, body_version: int | None) -> int:
                 status_code=400,
                 code="invalid",
                 message='If-Match must hold the version you read, e.g. If-Match: "3".',
-                fields=[_field("If-Match", f"got {header!r}; send one version in double quotes", "invalid")],
+                fields=[error_field("If-Match", f"got {header!r}; send one version in double quotes", "invalid")],
             )
         header_version = int(match.group(1))
     if body_version is not None and header_version is not None and body_version != header_version:
@@ -263,7 +123,7 @@ def expected_version(request, body_version: int | None) -> int:
             status_code=400,
             code="invalid",
             message=f"The body says version {body_version} but If-Match says {header_version}; send one of them.",
-            fields=[_field("version", "contradicts the If-Match header", "mismatch")],
+            fields=[error_field("version", "contradicts the If-Match header", "mismatch")],
         )
     version = body_version if body_version is not None else header_version
     if version is None:
@@ -271,7 +131,7 @@ def expected_version(request, body_version: int | None) -> int:
             status_code=status.HTTP_428_PRECONDITION_REQUIRED,
             code="precondition_required",
             message='Send the version you read: a "version" field in the body or an If-Match: "<version>" header.',
-            fields=[_field("version", "required for writes (optimistic concurrency)", "required")],
+            fields=[error_field("version", "required for writes (optimistic concurrency)", "required")],
         )
     return version
 
@@ -298,7 +158,7 @@ def _manifest_from_yaml(text: str) -> dict:
             message=str(exc),
             fields=[
                 {
-                    **_field("manifest" + (f".{exc.path}" if exc.path else ""), exc.message, "parse"),
+                    **error_field("manifest" + (f".{exc.path}" if exc.path else ""), exc.message, "parse"),
                     "line": exc.line,
                     "column": exc.column,
                 }
@@ -370,7 +230,7 @@ class PolicyListCreateApi(PolicyApiView):
         else:
             data = self.validated(s.PolicyCreateSerializer, request.data)
             manifest, message = data["manifest"], data["message"]
-        policy = services.policy_create(
+        policy = policy_services.policy_create(
             manifest=manifest, author=request.user, message=message[:500], source=RevisionSource.API
         )
         location = request.build_absolute_uri(reverse("api-runtime-detail", args=[policy.name]))
@@ -411,7 +271,9 @@ class PolicyDetailApi(PolicyApiView):
         else:
             data = self.validated(s.PolicyUpdateSerializer, request.data)
             manifest, message, body_version = data["manifest"], data["message"], data.get("version")
-        return self.save_revision(request, services.policy_update, name, body_version, message, manifest=manifest)
+        return self.save_revision(
+            request, policy_services.policy_update, name, body_version, message, manifest=manifest
+        )
 
     @extend_schema(
         operation_id="runtimes_partial_update",
@@ -434,13 +296,13 @@ class PolicyDetailApi(PolicyApiView):
                     status_code=400,
                     code="invalid",
                     message="A merge patch must be a JSON object.",
-                    fields=[_field("", "send a JSON object", "type")],
+                    fields=[error_field("", "send a JSON object", "type")],
                 )
             patch, message, body_version = request.data, "", None
         else:
             data = self.validated(s.PolicyPatchSerializer, request.data)
             patch, message, body_version = data["manifest"], data["message"], data.get("version")
-        return self.save_revision(request, services.policy_patch, name, body_version, message, patch=patch)
+        return self.save_revision(request, policy_services.policy_patch, name, body_version, message, patch=patch)
 
     def save_revision(
         self, request, write: Callable[..., Any], name: str, body_version: int | None, message: str, **content: Any
@@ -475,7 +337,7 @@ class PolicyDetailApi(PolicyApiView):
         if not body and "version" in request.query_params:
             body = {"version": request.query_params["version"]}
         data = self.validated(s.VersionSerializer, body)
-        services.policy_delete(
+        policy_services.policy_delete(
             name=name, expected_version=expected_version(request, data.get("version")), actor=request.user
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -502,7 +364,7 @@ class PolicyExportApi(PolicyApiView):
                     status_code=400,
                     code="invalid",
                     message="revision must be a revision number.",
-                    fields=[_field("revision", "must be a positive integer")],
+                    fields=[error_field("revision", "must be a positive integer")],
                 )
             manifest = selectors.revision_get(policy=policy, number=int(raw_revision)).manifest
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
@@ -563,9 +425,9 @@ class PolicyImportApi(PolicyApiView):
                 status_code=400,
                 code="invalid",
                 message=f"Unknown import mode {mode!r}.",
-                fields=[_field("mode", f"use one of {', '.join(ImportMode.values)}", "invalid_choice")],
+                fields=[error_field("mode", f"use one of {', '.join(ImportMode.values)}", "invalid_choice")],
             )
-        result = services.policies_import(text=text, author=request.user, message=message[:500], mode=mode)
+        result = policy_services.policies_import(text=text, author=request.user, message=message[:500], mode=mode)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         return Response(s.ImportResultSerializer(result).data, status=code)
 
@@ -596,9 +458,9 @@ class PolicyValidateApi(PolicyApiView):
             try:
                 manifest = load_runtime(body["text"])
             except ManifestError as exc:
-                problem = services.parse_problem(exc)
+                problem = policy_services.parse_problem(exc)
                 return Response({"ok": False, "errors": [problem], "warnings": [], "scheduling": None})
-        report = services.policy_validate(manifest=manifest)
+        report = policy_services.policy_validate(manifest=manifest)
         summary = scheduling_summary(manifest)
         return Response(
             {
@@ -689,7 +551,7 @@ class PolicyRollbackApi(PolicyApiView):
         self.get_policy(name)
         data = self.validated(s.RollbackSerializer, request.data)
         try:
-            policy = services.policy_rollback(
+            policy = policy_services.policy_rollback(
                 name=name,
                 to_revision=data["revision"],
                 expected_version=expected_version(request, data.get("version")),
@@ -700,6 +562,8 @@ class PolicyRollbackApi(PolicyApiView):
                 status_code=400,
                 code="invalid",
                 message=exc.message,
-                fields=[_field("revision", exc.message, "not_found")],
+                fields=[error_field("revision", exc.message, "not_found")],
             )
         return self.policy_response(selectors.policy_get(name=policy.name))
+
+

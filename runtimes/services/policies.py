@@ -19,13 +19,20 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .choices import ImportMode, RevisionSource
-from .domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
-from .domain.diff import semantically_equal, structural_diff
-from .domain.manifest import MAX_DEPTH, ManifestError, load_runtimes, strip_server_fields
-from .domain.policy import ValidationOptions, ValidationReport, scheduling_summary, validate_runtime
-from .errors import ImportInvalid, PolicyInvalid, PolicyNameTaken, PolicyNotFound, RevisionNotFound, StaleVersion
-from .models import PolicyRevision, RuntimePolicy
+from runtimes.choices import ImportMode, RevisionSource
+from runtimes.domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
+from runtimes.domain.diff import semantically_equal, structural_diff
+from runtimes.domain.manifest import MAX_DEPTH, ManifestError, load_runtimes, strip_server_fields
+from runtimes.domain.policy import ValidationOptions, ValidationReport, scheduling_summary, validate_runtime
+from runtimes.errors import (
+    ImportInvalid,
+    PolicyInvalid,
+    PolicyNameTaken,
+    PolicyNotFound,
+    RevisionNotFound,
+    StaleVersion,
+)
+from runtimes.models import PolicyRevision, RuntimePolicy
 
 MAX_MESSAGE_LENGTH = 500
 logger = logging.getLogger(__name__)
