@@ -144,8 +144,8 @@ def bench_apply(count: int, tmp: Path) -> dict:
         worker.start()
         try:
             started = time.time()
-            items = sync.runtimes_sync_request()
-            worker.send(sync.BULK_SYNC_TASK, [[pid, rev] for pid, rev in items])
+            items = sync.policies_sync_request().items
+            worker.send("runtimes.tasks.policies_bulk_sync_task", [[pid, rev] for pid, rev in items])
             done = _wait_all_synced(count, started, timeout=600)
             results["apply_total_s"] = time.time() - started
             results["apply_p50_s"] = _pct(done, 0.5)
@@ -156,8 +156,8 @@ def bench_apply(count: int, tmp: Path) -> dict:
 
             rv_before = sandbox._call("GET", "/sandbox/info")["resourceVersion"]
             started = time.time()
-            items = sync.runtimes_sync_request()
-            worker.send(sync.BULK_SYNC_TASK, [[pid, rev] for pid, rev in items])
+            items = sync.policies_sync_request().items
+            worker.send("runtimes.tasks.policies_bulk_sync_task", [[pid, rev] for pid, rev in items])
             time.sleep(0.2)
             _wait_all_synced(count, started, timeout=600)
             results["resync_total_s"] = time.time() - started

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from .auth_api import ObtainTokenApi
+from trainer_portal.api.auth import ObtainTokenApi
 
 urlpatterns = [
     path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),

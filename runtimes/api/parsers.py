@@ -9,15 +9,10 @@ from typing import Any
 from rest_framework import exceptions, status
 from rest_framework.parsers import BaseParser, JSONParser
 
-from runtimes.api.errors import ApiError
 from runtimes.domain.manifest import MAX_MANIFEST_BYTES
+from trainer_portal.errors import PortalError
 
-MAX_VERSION = 2**31 - 1
 YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml", "text/x-yaml")
-
-
-
-# --------------------------------------------------------------------------------------------------- parsers
 
 
 def _read_limited(stream, parser_context) -> bytes:
@@ -32,9 +27,9 @@ def _read_limited(stream, parser_context) -> bytes:
     return body
 
 
-def _too_large(size: int) -> ApiError:
-    return ApiError(
-        status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+def _too_large(size: int) -> PortalError:
+    return PortalError(
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         code="too_large",
         message=f"The request body is {size} bytes; the limit is {MAX_MANIFEST_BYTES} bytes (1 MiB). "
         "Split the input into smaller requests.",

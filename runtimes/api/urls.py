@@ -30,6 +30,8 @@ urlpatterns = [
     path("runtimes/<str:name>/drift/resolve/", sync.DriftResolveApi.as_view(), name="api-runtime-drift-resolve"),
     path("runtimes/<str:name>/preview/", preview.RuntimePreviewApi.as_view(), name="api-runtime-preview"),
     path("preview/", preview.UnsavedPreviewApi.as_view(), name="api-preview"),
+    path("sync-batches/<str:batch_id>/", sync.SyncBatchApi.as_view(), name="api-sync-batch"),
+    # Deprecated alias of sync-batches/ (the first release's name); remove in the next release.
     path("sync-jobs/<str:job_id>/", sync.SyncJobApi.as_view(), name="api-sync-job"),
     path("cluster/", sync_views.ClusterApi.as_view(), name="api-cluster"),
     path("cluster/adopt/", sync.ClusterAdoptApi.as_view(), name="api-cluster-adopt"),

@@ -39,6 +39,11 @@ SUCCESS_POLICY_OPERATORS: tuple[str, ...] = ("All", "Any")
 STARTUP_POLICY_ORDERS: tuple[str, ...] = ("AnyOrder", "InOrder")
 VOLCANO_MODES: tuple[str, ...] = ("hard", "soft")
 
+# Largest TrainJob (trainer.numNodes) the portal expands, previews or assesses the impact for.
+MAX_NUM_NODES = 100_000
+# trainer.numNodes the sync impact expands for when neither the request nor the manifest sets it.
+IMPACT_DEFAULT_NUM_NODES = 4
+
 # CRD / KEP limits.
 MAX_ENV_INJECTION_TARGETS = 16
 MAX_ENV_INJECTION_CONTAINERS = 8

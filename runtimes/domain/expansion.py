@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.domain.placement.quantities import QuantityError, format_quantity, parse_resource
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -41,7 +42,6 @@ V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
 V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
 API_VERSIONS = (V1BETA1, V1ALPHA2, V1ALPHA3)
 MAX_TEMPLATES = 8  # WorkloadMaxPodGroupTemplates upstream; the KEP rejects rather than splits
-MAX_NUM_NODES = 100_000
 MAX_NAME = 63
 HASH_CHARS = 8
 GANG = "gang"

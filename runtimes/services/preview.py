@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
+from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.domain.expansion import Expansion, ExpansionError, expand
 from runtimes.domain.labels import dns1123_label_problems
 from runtimes.domain.manifest import ManifestError, dump_many, load_runtime
@@ -27,9 +28,9 @@ from runtimes.domain.placement.quantities import GPU, QuantityError, parse_resou
 from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys, UnknownTopologyKey
 from runtimes.domain.placement.synthetic import synthetic_cluster
 from runtimes.domain.policy import ValidationOptions, validate_runtime
+from runtimes.errors import PreviewInputError
 from runtimes.selectors import policy_get
 
-MAX_NUM_NODES = 100_000
 # A 50,000-node synthetic snapshot with its heat-map summary retains ~12 MB (measured with tracemalloc); four
 # parameter sets keep a user's back-and-forth typing warm without letting one process grow past ~50 MB.
 SNAPSHOT_CACHE_SIZE = 4
@@ -73,14 +74,6 @@ SYNTHETIC_BOUNDS: dict[str, tuple[int, int]] = {
     "gpusPerNode": (0, 64),
     "seed": (0, 2**31 - 1),
 }
-
-
-class PreviewInputError(ValueError):
-    """The preview input is unusable. `.errors` is a list of `{"path", "message"}` dicts, one per problem."""
-
-    def __init__(self, errors: list[dict[str, str]]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(f"{e['path']}: {e['message']}" if e["path"] else e["message"] for e in errors))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ revision, never by read-modify-write)::
     syncing(rev) --applied or already equal--> synced     --permanent error--> failed
     synced --live object differs--> drifted --reapply / adopt--> queued / synced
 
-The order of operations in :func:`runtime_sync` is chosen so that running it again is the recovery after any
+The order of operations in :func:`policy_sync` is chosen so that running it again is the recovery after any
 interruption (worker killed, message redelivered, retry): a revision that is already live is detected and not
 rewritten; an apply that lost the race to a newer revision is undone by re-requesting the newer one.
 
@@ -19,7 +19,6 @@ we read the object, ours fails with a (transient) conflict instead of overwritin
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,26 +26,39 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from runtimes.choices import RevisionSource, SyncState
+from runtimes.choices import ACTIVE_SYNC_STATES, LIVE_SYNC_STATES, RevisionSource, SyncState
+from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
 from runtimes.domain.diff import semantically_equal, structural_diff, unified_diff
-from runtimes.domain.manifest import API_VERSION, KIND, dump_yaml, strip_server_fields
-from runtimes.errors import PolicyError
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.domain.drift import (
+    adoptable_manifest,
+    changers,
+    comparable,
+    desired_object,
+    foreign_fields,
+    foreign_paths,
+    is_live,
+    live_yaml,
+)
+from runtimes.domain.expansion import ExpansionError, expand
+from runtimes.domain.manifest import KIND, strip_server_fields
+from runtimes.errors import PolicyError, SyncRefused, UnknownPolicies
+from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
+from runtimes.services.sync_batches import sync_batch_create
+from runtimes.tasks import policies_bulk_sync_task, policy_sync_task
 from trainer_portal import kube
+from trainer_portal.errors import field as field_problem
 
 logger = logging.getLogger(__name__)
 
-# Records on the live object which portal revision it reflects; lets a resync of the same revision skip the write.
-REVISION_ANNOTATION = "trainer-portal/revision"
-ACTIVE_STATES = (SyncState.QUEUED, SyncState.SYNCING)
-LIVE_STATES = (SyncState.SYNCED, SyncState.DRIFTED)
-SYNC_JOB_TTL_SECONDS = 24 * 3600
+ACTIVE_STATES = ACTIVE_SYNC_STATES
+LIVE_STATES = LIVE_SYNC_STATES
+DRIFT_ACTIONS = ("reapply", "adopt")
 MAX_ERROR_LENGTH = 4000
 
 
 @dataclass
 class SyncResult:
-    """What one :func:`runtime_sync` call did.
+    """What one :func:`policy_sync` call did.
 
     ``outcome`` is one of: ``applied`` (written), ``unchanged`` (already live, nothing written), ``failed``
     (permanent error recorded), ``superseded`` (a newer revision is requested; nothing recorded), ``skipped``
@@ -98,13 +110,8 @@ class AdoptResult:
 # --------------------------------------------------------------------------------------------------- requests
 
 
-def runtime_sync_request(*, policy: RuntimePolicy) -> int:
-    """Mark ``policy`` as queued for syncing its current revision and return that revision number.
-
-    The caller enqueues ``runtime_sync_task(policy.id, revision)`` with ``transaction.on_commit``. Asking again
-    for a revision that is already queued or syncing changes no row (a duplicate task is harmless, and takes over
-    a row whose worker died).
-    """
+def _request(policy: RuntimePolicy) -> int:
+    """Compare-and-set ``policy`` to queued for its current revision; return that revision. Raises SyncRefused."""
     for _ in range(5):
         current = (
             RuntimePolicy.objects.filter(pk=policy.pk)
@@ -112,9 +119,9 @@ def runtime_sync_request(*, policy: RuntimePolicy) -> int:
             .first()
         )
         if current is None:
-            raise PolicyError(f"Policy '{policy.name}' no longer exists.")
+            raise SyncRefused(f"Policy '{policy.name}' no longer exists.")
         if current["sync_state"] in ACTIVE_STATES and current["sync_requested_revision"] == current["version"]:
-            # Already on its way; the (possibly duplicate) task the caller enqueues finds it and takes over.
+            # Already on its way; the (possibly duplicate) task enqueued again finds it and takes over.
             return int(current["version"])
         # Compare-and-set on both the state and the version: a concurrent edit or sync makes us re-read.
         rows = RuntimePolicy.objects.filter(pk=policy.pk, sync_state=current["sync_state"], version=current["version"])
@@ -128,25 +135,52 @@ def runtime_sync_request(*, policy: RuntimePolicy) -> int:
             policy.sync_state = SyncState.QUEUED
             policy.sync_requested_revision = current["version"]
             return int(current["version"])
-    raise PolicyError(f"Policy '{policy.name}' keeps changing; try the sync again.")
+    raise SyncRefused(f"Policy '{policy.name}' keeps changing; try the sync again.")
 
 
-def runtimes_sync_request(*, names: list[str] | None = None) -> list[tuple[int, int]]:
-    """Queue every policy (or those named) for syncing; return ``[(policy_id, revision)]`` to enqueue.
+def policy_sync_request(*, policy: RuntimePolicy, force: bool = False) -> int:
+    """Queue ``policy``'s current revision for syncing and return that revision number.
 
-    Raises PolicyError naming unknown policies (and queues nothing then).
+    ``policy_sync_task(policy.id, revision, force)`` is enqueued once the current transaction commits, so the
+    worker never sees an uncommitted row. Asking again for a revision that is already queued or syncing changes
+    no row (the duplicate task is harmless, and takes over a row whose worker died). Raises SyncRefused when the
+    policy vanished or keeps changing.
     """
-    queryset = RuntimePolicy.objects.all()
-    if names is not None:
-        found = set(queryset.filter(name__in=names).values_list("name", flat=True))
-        unknown = sorted(set(names) - found)
-        if unknown:
-            raise PolicyError(f"Unknown policies: {', '.join(unknown)}.")
-        queryset = queryset.filter(name__in=names)
-    return [(policy.pk, runtime_sync_request(policy=policy)) for policy in queryset.only("pk", "name")]
+    revision = _request(policy)
+    transaction.on_commit(lambda: policy_sync_task.delay(policy.pk, revision, force))
+    return revision
 
 
+def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) -> SyncBatch:
+    """Queue every policy (or those named) for syncing as one batch; return the `SyncBatch` to follow.
 
+    One fan-out task is enqueued on commit. Raises UnknownPolicies naming the unknown ones (and queues nothing
+    then), SyncRefused when a policy vanished or keeps changing.
+    """
+    with transaction.atomic():
+        queryset = RuntimePolicy.objects.all()
+        if names is not None:
+            found = set(queryset.filter(name__in=names).values_list("name", flat=True))
+            unknown = sorted(set(names) - found)
+            if unknown:
+                raise UnknownPolicies(unknown)
+            queryset = queryset.filter(name__in=names)
+        items = [(policy.pk, _request(policy)) for policy in queryset.only("pk", "name")]
+        batch = sync_batch_create(items=items, actor=actor)
+        payload = [[policy_id, revision] for policy_id, revision in items]
+        transaction.on_commit(lambda: policies_bulk_sync_task.delay(payload))
+    return batch
+
+
+def policy_requeue_current(*, policy_id: int) -> int | None:
+    """Queue the current revision of policy ``policy_id`` again (after an apply that lost a race); return it.
+
+    Returns None when the policy no longer exists.
+    """
+    policy = RuntimePolicy.objects.filter(pk=policy_id).first()
+    if policy is None:
+        return None
+    return policy_sync_request(policy=policy)
 
 
 def policies_unfinished() -> list[tuple[int, int]]:
@@ -158,52 +192,12 @@ def policies_unfinished() -> list[tuple[int, int]]:
     )
 
 
-# --------------------------------------------------------------------------------------------------- enqueueing
-
-
-SYNC_TASK = "runtimes.tasks.runtime_sync_task"
-BULK_SYNC_TASK = "runtimes.tasks.runtimes_bulk_sync_task"
-
-
-def _task(name: str):
-    # Looked up by name in Celery's registry: interfaces (API views) may not import runtimes.tasks directly
-    # (import-linter layers), and a registry lookup still honours task_always_eager, unlike send_task().
-    from celery import current_app
-
-    if name not in current_app.tasks:
-        # Web processes never start a worker, so Celery's lazy autodiscovery has not imported the tasks yet.
-        current_app.loader.import_default_modules()
-    return current_app.tasks[name]
-
-
-def enqueue_sync_on_commit(*, policy_id: int, revision: int, force: bool = False) -> None:
-    """Enqueue ``runtime_sync_task(policy_id, revision, force)`` once the current transaction commits."""
-    transaction.on_commit(lambda: _task(SYNC_TASK).delay(policy_id, revision, force))
-
-
-def enqueue_bulk_on_commit(*, items: list[tuple[int, int]]) -> None:
-    """Enqueue one fan-out task for ``items`` (policy id, revision) once the current transaction commits."""
-    payload = [[policy_id, revision] for policy_id, revision in items]
-    transaction.on_commit(lambda: _task(BULK_SYNC_TASK).delay(payload))
-
-
 # --------------------------------------------------------------------------------------------------- the sync
 
 
-def desired_object(manifest: dict, *, revision: int) -> dict:
-    """Return the object we apply for ``manifest`` at ``revision``: server fields removed, our annotation added."""
-    body = strip_server_fields(manifest)
-    body["apiVersion"] = body.get("apiVersion") or API_VERSION
-    body["kind"] = body.get("kind") or KIND
-    metadata = body.setdefault("metadata", {})
-    metadata.pop("namespace", None)  # cluster-scoped
-    annotations = dict(metadata.get("annotations") or {})
-    annotations[REVISION_ANNOTATION] = str(revision)
-    metadata["annotations"] = annotations
-    return body
 
 
-def runtime_sync(
+def policy_sync(
     *, policy_id: int, revision: int, force: bool = False, gateway: kube.Gateway | None = None, now=None
 ) -> SyncResult:
     """Bring the cluster object of policy ``policy_id`` to ``revision`` and record the outcome.
@@ -249,7 +243,7 @@ def runtime_sync(
         if not exc.permanent:
             _record_transient(policy_id, revision, exc)
             raise
-        _record_failure(policy_id, revision, describe_error(exc), error_fields(exc))
+        _record_failure(policy_id, revision, describe_error(exc), exc.field_causes())
         return SyncResult("failed", policy_id, revision, message=exc.message)
     result = _record_synced(policy_id, revision, applied, now, outcome="applied")
     if result.outcome == "superseded":
@@ -258,57 +252,18 @@ def runtime_sync(
     return result
 
 
-def runtime_sync_give_up(*, policy_id: int, revision: int, error: str) -> bool:
+def policy_sync_give_up(*, policy_id: int, revision: int, error: str) -> bool:
     """Record that retries of ``revision`` are exhausted (state failed). Return True when the row was changed."""
     return _record_failure(policy_id, revision, f"Gave up after repeated transient errors: {error}", [])
 
 
-def is_live(live: dict, desired: dict, field_manager: str) -> bool:
-    """Return True when ``live`` already is ``desired``: our revision annotation, our values, and our ownership."""
-    annotations = (live.get("metadata") or {}).get("annotations") or {}
-    wanted = desired["metadata"]["annotations"][REVISION_ANNOTATION]
-    if annotations.get(REVISION_ANNOTATION) != wanted:
-        return False
-    managers = (live.get("metadata") or {}).get("managedFields") or []
-    if managers and not any(m.get("manager") == field_manager and m.get("operation") == "Apply" for m in managers):
-        return False
-    return contains(strip_server_fields(live), strip_server_fields(desired))
 
 
-def contains(live: Any, desired: Any) -> bool:
-    """Return True when every value in ``desired`` is present and equal in ``live`` (server defaults allowed)."""
-    if isinstance(desired, dict):
-        return isinstance(live, dict) and all(k in live and contains(live[k], want) for k, want in desired.items())
-    if isinstance(desired, list):
-        return (
-            isinstance(live, list)
-            and len(live) == len(desired)
-            and all(contains(item, want) for item, want in zip(live, desired, strict=True))
-        )
-    if isinstance(desired, bool) or isinstance(live, bool):
-        return live is desired
-    return live == desired
 
 
 def describe_error(exc: kube.KubeError) -> str:
-    """Return the message to show for ``exc``: the server's message, plus the other managers on conflicts."""
-    message = exc.message
-    if isinstance(exc, kube.KubeConflict) and exc.managers:
-        owners = ", ".join(f'"{manager}"' for manager in exc.managers)
-        message = (
-            f"{message} — the conflicting fields are owned by field manager {owners}. Re-apply with force to "
-            "take them over, or adopt the live object."
-        )
-    return message[:MAX_ERROR_LENGTH]
-
-
-def error_fields(exc: kube.KubeError) -> list[dict]:
-    """Return ``[{path, message, reason}]`` for each field the server named in ``exc``."""
-    return [
-        {"path": cause.field.lstrip("."), "message": cause.message, "reason": cause.reason}
-        for cause in exc.causes
-        if cause.field or cause.message
-    ]
+    """Return the message stored for ``exc``: what the cluster said (and who owns conflicting fields), capped."""
+    return exc.describe()[:MAX_ERROR_LENGTH]
 
 
 def _not_ours(policy_id: int, revision: int) -> SyncResult:
@@ -363,7 +318,7 @@ def _record_transient(policy_id: int, revision: int, exc: kube.KubeError) -> Non
 # --------------------------------------------------------------------------------------------------- drift
 
 
-def runtime_drift_check(
+def policy_drift_check(
     *, policy_id: int, live: dict | object | None = ..., gateway: kube.Gateway | None = None
 ) -> DriftResult | None:
     """Compare synced/drifted policy ``policy_id`` with its live object; record drifted/synced; return the result.
@@ -383,7 +338,7 @@ def runtime_drift_check(
     return result
 
 
-def runtimes_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[DriftResult]:
+def policies_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[DriftResult]:
     """Check every synced/drifted policy against one list of the cluster's runtimes; return the drifted ones."""
     gateway = gateway or kube.get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
@@ -391,7 +346,7 @@ def runtimes_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[Dri
     drifted = []
     for policy_id, name in RuntimePolicy.objects.filter(sync_state__in=LIVE_STATES).values_list("pk", "name"):
         try:
-            result = runtime_drift_check(policy_id=policy_id, live=live_by_name.get(name), gateway=gateway)
+            result = policy_drift_check(policy_id=policy_id, live=live_by_name.get(name), gateway=gateway)
         except kube.KubeError as exc:
             if not exc.permanent:
                 raise
@@ -425,7 +380,7 @@ def compute_drift(policy: RuntimePolicy, live: dict | None, *, gateway: kube.Gat
     changes = [
         {"path": c.path, "op": c.op, "ours": c.old, "live": c.new} for c in structural_diff(ours_clean, live_clean)
     ]
-    managers = sorted({manager for manager, _ in foreign} | _changers(live, field_manager, changes))
+    managers = sorted({manager for manager, _ in foreign} | changers(live, field_manager, changes))
     for manager, path in foreign:
         if not any(change["path"] == path for change in changes):
             changes.append({"path": path, "op": "added", "ours": None, "live": f"(owned by {manager})"})
@@ -433,17 +388,8 @@ def compute_drift(policy: RuntimePolicy, live: dict | None, *, gateway: kube.Gat
     return DriftResult(policy.pk, policy.name, True, diff=diff, changes=changes, managers=managers)
 
 
-def comparable(obj: dict) -> dict:
-    """Return ``obj`` without server-populated fields, for comparing desired and live objects."""
-    return strip_server_fields(obj)
 
 
-def foreign_fields(managed_fields: list[dict], field_manager: str, desired: dict) -> list[tuple[str, str]]:
-    """Return ``[(manager, dotted path)]`` of leaf fields other managers own under spec/metadata that we do not set.
-
-    Status subresource entries are ignored (controllers own status by design).
-    """
-    return [(manager, ".".join(path)) for manager, path in _foreign_paths(managed_fields, field_manager, desired)]
 
 
 def _remove_foreign_fields(gateway: kube.Gateway, resource, applied: dict, desired: dict) -> dict:
@@ -452,7 +398,7 @@ def _remove_foreign_fields(gateway: kube.Gateway, resource, applied: dict, desir
     Fields inside list items are left alone (a merge patch would replace the whole list); drift shows them.
     """
     managed = (applied.get("metadata") or {}).get("managedFields") or []
-    paths = [path for _, path in _foreign_paths(managed, gateway.settings.field_manager, desired)]
+    paths = [path for _, path in foreign_paths(managed, gateway.settings.field_manager, desired)]
     patch: dict = {}
     for path in paths:
         if any(step.startswith("[") for step in path):
@@ -469,61 +415,12 @@ def _remove_foreign_fields(gateway: kube.Gateway, resource, applied: dict, desir
     return gateway.merge_patch(resource, name=applied["metadata"]["name"], patch=patch)
 
 
-def _foreign_paths(managed_fields: list[dict], field_manager: str, desired: dict) -> list[tuple[str, tuple]]:
-    found = []
-    for entry in managed_fields:
-        if entry.get("manager") == field_manager or entry.get("subresource"):
-            continue
-        for path in _leaf_paths(entry.get("fieldsV1") or {}):
-            if path[0] not in ("spec", "metadata") or (path[:2] == ("metadata", "annotations") and (
-                len(path) > 2 and path[2] == REVISION_ANNOTATION
-            )):
-                continue
-            if not _present(desired, path):
-                found.append((str(entry.get("manager") or "?"), path))
-    return found
 
 
-def _leaf_paths(fields: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    paths = []
-    for key, value in fields.items():
-        if key == ".":
-            continue
-        step = key[2:] if key.startswith(("f:", "k:", "v:", "i:")) else key
-        if key.startswith("k:"):
-            step = "[" + step + "]"
-        children = {k: v for k, v in (value or {}).items() if k != "."} if isinstance(value, dict) else {}
-        if children:
-            paths.extend(_leaf_paths(children, (*prefix, step)))
-        else:
-            paths.append((*prefix, step))
-    return paths
 
 
-def _present(obj: Any, path: tuple[str, ...]) -> bool:
-    for step in path:
-        if step.startswith("[") and step.endswith("]"):
-            if not isinstance(obj, list):
-                return False
-            try:
-                keys = json.loads(step[1:-1])
-            except ValueError:
-                return False
-            match = [item for item in obj if isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())]
-            if not match:
-                return False
-            obj = match[0]
-        elif isinstance(obj, dict) and step in obj:
-            obj = obj[step]
-        else:
-            return False
-    return True
 
 
-def _changers(live: dict, field_manager: str, changes: list[dict]) -> set[str]:
-    managers = (live.get("metadata") or {}).get("managedFields") or []
-    others = {m.get("manager") for m in managers if m.get("manager") != field_manager and not m.get("subresource")}
-    return {str(manager) for manager in others if manager} if changes else set()
 
 
 def _record_drift(policy: RuntimePolicy, result: DriftResult, live: dict | None) -> None:
@@ -538,37 +435,28 @@ def _record_drift(policy: RuntimePolicy, result: DriftResult, live: dict | None)
         rows.update(sync_state=SyncState.SYNCED, drift_diff="", applied_resource_version=rv)
 
 
-def runtime_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gateway: kube.Gateway | None = None):
-    """Resolve a drift: ``reapply`` queues a forced apply of the applied revision (returns the revision to enqueue
-    with ``force=True``); ``adopt`` saves the live object as a new revision and marks it synced (returns None).
+def policy_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gateway: kube.Gateway | None = None):
+    """Resolve a drift: ``reapply`` queues a forced apply of the current revision (returns that revision; the task
+    is enqueued on commit); ``adopt`` saves the live object as a new revision and marks it synced (returns None).
 
-    Raises PolicyError for an unknown action or a policy that is not drifted, KubeError when the cluster fails.
+    Raises PolicyError for an unknown action, SyncRefused for a policy that is not drifted or not on the
+    cluster, KubeError when the cluster fails.
     """
-    if action not in ("reapply", "adopt"):
+    if action not in DRIFT_ACTIONS:
         raise PolicyError(f"Unknown action '{action}': use 'reapply' or 'adopt'.")
+    if policy.sync_state != SyncState.DRIFTED:
+        raise SyncRefused(f"'{policy.name}' is {policy.sync_state}, not drifted; run a drift check first.")
     if action == "reapply":
-        return runtime_sync_request(policy=policy)
+        return policy_sync_request(policy=policy, force=True)
     gateway = gateway or kube.get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live = gateway.get(resource, name=policy.name)
     if live is None:
-        raise PolicyError(f"'{policy.name}' is not on the cluster; there is nothing to adopt. Re-apply it instead.")
+        raise SyncRefused(f"'{policy.name}' is not on the cluster; there is nothing to adopt. Re-apply it instead.")
     _adopt_into(policy, live, actor=actor)
     return None
 
 
-def adoptable_manifest(live: dict) -> dict:
-    """Return the live object as a policy manifest: server fields and our revision annotation removed."""
-    manifest = strip_server_fields(live)
-    metadata = manifest.get("metadata") or {}
-    metadata.pop("namespace", None)
-    annotations = dict(metadata.get("annotations") or {})
-    annotations.pop(REVISION_ANNOTATION, None)
-    if annotations:
-        metadata["annotations"] = annotations
-    else:
-        metadata.pop("annotations", None)
-    return manifest
 
 
 def _adopt_into(policy: RuntimePolicy, live: dict, *, actor: Any) -> RuntimePolicy:
@@ -603,7 +491,7 @@ def _mark_adopted(policy: RuntimePolicy, live: dict) -> None:
     )
 
 
-def runtimes_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptResult:
+def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptResult:
     """Import every ClusterTrainingRuntime on the cluster as a policy whose history starts at the live object.
 
     Idempotent: a runtime whose policy already has the same content is reported unchanged; one whose policy
@@ -666,14 +554,29 @@ def runtime_referencing_trainjobs(*, name: str, gateway: kube.Gateway | None = N
     return sorted(found, key=lambda job: (job["namespace"], job["name"]))
 
 
-def runtime_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, gateway=None) -> dict:
+def impact_num_nodes(raw: str | None) -> int | None:
+    """Return the ``numNodes`` asked for in an impact request (None when not given).
+
+    Raises PolicyError naming ``numNodes`` unless it is a whole number from 1 to MAX_NUM_NODES.
+    """
+    if not raw:
+        return None
+    message = f"must be a whole number from 1 to {MAX_NUM_NODES}"
+    try:
+        num_nodes = int(raw)
+    except ValueError:
+        num_nodes = 0
+    if not 1 <= num_nodes <= MAX_NUM_NODES:
+        raise PolicyError(message, code="invalid", fields=[field_problem("numNodes", message)])
+    return num_nodes
+
+
+def policy_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, gateway=None) -> dict:
     """Return what applying the current revision changes: referencing TrainJobs and PodGroups old vs new.
 
     ``{trainjobs, trainjobs_error, note, num_nodes, old: {pod_groups, error}, new: {...}, yaml_diff}``; "old" is the
     applied revision (or the live object when there is none). Never raises for cluster errors (they are reported).
     """
-    from runtimes.domain.expansion import ExpansionError, expand
-
     impact: dict[str, Any] = {
         "note": "Runtimes only affect TrainJobs created after the change; running TrainJobs keep their PodGroups.",
         "trainjobs": [],
@@ -691,7 +594,8 @@ def runtime_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, 
             .first()
         )
     new_manifest = policy.manifest
-    nodes = num_nodes or int(((new_manifest.get("spec") or {}).get("mlPolicy") or {}).get("numNodes") or 4)
+    manifest_nodes = ((new_manifest.get("spec") or {}).get("mlPolicy") or {}).get("numNodes")
+    nodes = num_nodes or int(manifest_nodes or IMPACT_DEFAULT_NUM_NODES)
     impact["num_nodes"] = nodes
 
     def groups(manifest):
@@ -727,18 +631,46 @@ def runtime_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, 
     return impact
 
 
-def runtime_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> bool:
-    """Delete the policy's ClusterTrainingRuntime from the cluster; return False when it was not there.
+def policy_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> bool:
+    """Delete the policy's ClusterTrainingRuntime from the cluster and mark the policy a draft again.
 
-    Raises KubeError. Callers show :func:`runtime_referencing_trainjobs` as a warning first.
+    Returns False when the runtime was not on the cluster. The sync fields are reset by compare-and-set on the
+    state and requested revision read before the delete: a sync requested meanwhile keeps its row (it will
+    re-create the runtime). Raises KubeError (and changes no row) when the cluster refuses. Callers show
+    :func:`runtime_referencing_trainjobs` as a warning first.
     """
+    before = RuntimePolicy.objects.filter(pk=policy.pk).values("sync_state", "sync_requested_revision").first()
     gateway = gateway or kube.get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
-    return gateway.delete(resource, name=policy.name) is not None
+    deleted = gateway.delete(resource, name=policy.name) is not None
+    if before is not None:
+        RuntimePolicy.objects.filter(
+            pk=policy.pk, sync_state=before["sync_state"], sync_requested_revision=before["sync_requested_revision"]
+        ).update(
+            sync_state=SyncState.DRAFT,
+            applied_revision=None,
+            applied_resource_version="",
+            applied_generation=None,
+            drift_diff="",
+        )
+    return deleted
 
 
-def live_yaml(obj: dict | None) -> str:
-    """Return ``obj`` without server fields as YAML ('' for None), for side-by-side views."""
-    return dump_yaml(comparable(obj)) if obj else ""
+def policy_drift_view_data(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> dict[str, Any]:
+    """Check ``policy`` for drift now and return what the drift page shows side by side.
 
-
+    ``{result, live, ours, error}``: the DriftResult (None when the policy is not live), the live object and the
+    applied revision as YAML, and the cluster's message when it could not be read (then the rest is empty).
+    """
+    data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": ""}
+    try:
+        gateway = gateway or kube.get_gateway()
+        data["result"] = policy_drift_check(policy_id=policy.pk, gateway=gateway)
+        resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+        data["live"] = live_yaml(gateway.get(resource, name=policy.name))
+        if policy.applied_revision:
+            manifest = PolicyRevision.objects.get(policy=policy, number=policy.applied_revision).manifest
+            data["ours"] = live_yaml(desired_object(manifest, revision=policy.applied_revision))
+    except kube.KubeError as exc:
+        data["error"] = exc.message
+    return data

@@ -6,7 +6,7 @@ import contextlib
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views import View
 
@@ -18,7 +18,6 @@ from runtimes.domain.policy import validate_runtime
 from runtimes.errors import (
     PolicyInvalid,
     PolicyNameTaken,
-    PolicyNotFound,
     RevisionNotFound,
     StaleVersion,
 )
@@ -28,19 +27,12 @@ from runtimes.forms.imports import SaveForm
 from runtimes.models import RuntimePolicy
 from runtimes.services import policies as policy_services
 from runtimes.topology import live_snapshot
-from runtimes.views.policies import revision_number
+from runtimes.views.policies import policy_or_404, revision_number
 from trainer_portal.permissions import PlatformAdminRequiredMixin
 
 PAGE_SIZE = 50
 EDITOR_TEMPLATE = "runtimes/editor.html"
 FRAMEWORK_SUGGESTIONS = ("torch", "deepspeed", "torchtune", "mpi", "jax", "xgboost", "flux", "mlx")
-
-
-def _policy_or_404(name: str) -> RuntimePolicy:
-    try:
-        return selectors.policy_get(name=name)
-    except PolicyNotFound:
-        raise Http404(f"No policy named '{name}'.")
 
 
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
@@ -132,7 +124,7 @@ class _EditorView(PlatformAdminRequiredMixin, View):
     """Shared GET/POST of the new and edit pages."""
 
     def get_policy(self, name: str | None) -> RuntimePolicy | None:
-        return _policy_or_404(name) if name else None
+        return policy_or_404(name) if name else None
 
     def get(self, request: HttpRequest, name: str | None = None) -> HttpResponse:
         policy = self.get_policy(name)
@@ -262,7 +254,7 @@ class PolicyEditView(_EditorView):
 
 def _editor_from_post(request: HttpRequest) -> tuple[PolicyEditor, RuntimePolicy | None]:
     name = request.POST.get("_policy", "")
-    policy = _policy_or_404(name) if name else None
+    policy = policy_or_404(name) if name else None
     editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=policy.name if policy else "")
     return editor, policy
 
@@ -312,7 +304,7 @@ class ParseYamlView(PlatformAdminRequiredMixin, View):
 
     def post(self, request: HttpRequest) -> HttpResponse:
         name = request.POST.get("_policy", "")
-        policy = _policy_or_404(name) if name else None
+        policy = policy_or_404(name) if name else None
         yaml_text = request.POST.get("yaml", "")
         try:
             manifest = load_runtime(yaml_text)

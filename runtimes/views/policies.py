@@ -42,7 +42,8 @@ EDITOR_TEMPLATE = "runtimes/editor.html"
 FRAMEWORK_SUGGESTIONS = ("torch", "deepspeed", "torchtune", "mpi", "jax", "xgboost", "flux", "mlx")
 
 
-def _policy_or_404(name: str) -> RuntimePolicy:
+def policy_or_404(name: str) -> RuntimePolicy:
+    """Return the policy named ``name`` (through the selector); raise Http404 when there is none."""
     try:
         return selectors.policy_get(name=name)
     except PolicyNotFound:
@@ -86,7 +87,7 @@ class PolicyDetailView(ViewerRequiredMixin, View):
     RECENT_REVISIONS = 10
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         revisions = list(selectors.revision_list(policy=policy)[: self.RECENT_REVISIONS + 1])
         context = {
             "policy": policy,
@@ -103,7 +104,7 @@ class PolicyExportView(ViewerRequiredMixin, View):
     """The policy's YAML as a download, ready for `kubectl apply --server-side -f` (`?inline=1` shows it)."""
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         response = HttpResponse(dump_yaml(policy.manifest), content_type="application/yaml; charset=utf-8")
         if not request.GET.get("inline"):
             response["Content-Disposition"] = f'attachment; filename="{_yaml_filename(policy.name)}"'
@@ -127,7 +128,7 @@ class PolicyHistoryView(ViewerRequiredMixin, View):
     """Every revision with who/when/why, a picker to diff any two, and rollback buttons for admins."""
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         revisions = list(selectors.revision_list(policy=policy))
         return render(request, "runtimes/history.html", {"policy": policy, "revisions": revisions})
 
@@ -144,7 +145,7 @@ class PolicyDiffView(ViewerRequiredMixin, View):
     """Unified YAML diff between two revisions (`?from=&to=`; defaults: previous → current)."""
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         to_number = revision_number(request.GET.get("to")) or policy.version
         from_number = revision_number(request.GET.get("from")) or max(to_number - 1, 1)
         try:
@@ -178,11 +179,11 @@ class PolicyRollbackView(PlatformAdminRequiredMixin, View):
         return {"policy": policy, "revision": revision, "diff": text, "form": form}
 
     def get(self, request: HttpRequest, name: str, number: int) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         return render(request, "runtimes/rollback.html", self._context(policy, number))
 
     def post(self, request: HttpRequest, name: str, number: int) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         form = VersionForm(request.POST)
         if not form.is_valid():
             messages.error(request, "The confirmation lost its version number; review the changes and confirm again.")
@@ -213,12 +214,12 @@ class PolicyDeleteView(PlatformAdminRequiredMixin, View):
     """GET: confirm. POST: delete the policy and its history (not the cluster object)."""
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         form = VersionForm(initial={"version": policy.version})
         return render(request, "runtimes/delete.html", {"policy": policy, "form": form})
 
     def post(self, request: HttpRequest, name: str) -> HttpResponse:
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         form = VersionForm(request.POST)
         if not form.is_valid():
             messages.error(request, "The confirmation lost its version number; confirm again.")

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import SafeString, mark_safe
 from django.views import View
 
-from runtimes.errors import PolicyNotFound
+from runtimes.errors import PolicyNotFound, PreviewInputError
 from runtimes.forms.preview import (
     FORM_FIELDS,
     SYNTHETIC_LABELS,
@@ -29,17 +29,17 @@ from runtimes.forms.preview import (
     form_values,
     request_data_from_form,
 )
-from runtimes.selectors import policy_get, policy_list
+from runtimes.selectors import policy_list
 from runtimes.services.preview import (
     API_VERSIONS,
     FRAGMENTATIONS,
     SYNTHETIC_BOUNDS,
-    PreviewInputError,
     live_source_available,
     preview_manifest,
     preview_policy,
     preview_request_parse,
 )
+from runtimes.views.policies import policy_or_404
 from trainer_portal.permissions import ViewerRequiredMixin
 
 GPU = "nvidia.com/gpu"
@@ -188,10 +188,7 @@ class PreviewPanelView(ViewerRequiredMixin, View):
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         """Return `preview/_panel.html` for policy `name`; 404 when there is no such policy."""
-        try:
-            policy = policy_get(name=name)
-        except PolicyNotFound:
-            raise Http404(f"No policy named '{name}'.")
+        policy = policy_or_404(name)
         values = form_values(request.GET) if request.GET else form_defaults()
         values["policy"] = policy.name
         values["manifest"] = ""

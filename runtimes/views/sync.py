@@ -1,65 +1,50 @@
 """HTML pages of cluster sync: the per-policy sync panel, impact, drift, delete-from-cluster, bulk sync and adopt.
 
-Thin views: every read and write goes through the sync services, which enqueue their own Celery tasks on commit.
-Every page needs a portal role; every action needs platform-admin. Pages work without JavaScript; with htmx the
-sync panel and the bulk progress poll.
+Thin views: every read and write is one call of `runtimes.services.sync` (which enqueues its own Celery tasks on
+commit) or `runtimes.services.sync_batches`. Every page needs a portal role; every action needs platform-admin.
+Pages work without JavaScript; with htmx the sync panel and the bulk progress poll.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 
-from runtimes.choices import SyncState
-from runtimes.errors import PolicyError
-from runtimes.models import RuntimePolicy
+from runtimes.domain.constants import MAX_NUM_NODES
+from runtimes.errors import PolicyError, SyncBatchNotFound
 from runtimes.services import sync, sync_batches
-from trainer_portal import kube
-from trainer_portal.permissions import PlatformAdminRequiredMixin, ViewerRequiredMixin
+from runtimes.views.policies import policy_or_404
+from trainer_portal.kube.errors import KubeError
+from trainer_portal.permissions import PlatformAdminForWritesMixin, PlatformAdminRequiredMixin, ViewerRequiredMixin
 
-
-def _policy_or_404(name: str) -> RuntimePolicy:
-    policy = RuntimePolicy.objects.filter(name=name).first()
-    if policy is None:
-        raise Http404(f"No policy named '{name}'.")
-    return policy
-
-
-def _enqueue_sync(policy: RuntimePolicy, revision: int, *, force: bool = False) -> None:
-    sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
-
+TRUE_VALUES = ("1", "true", "on")
 
 
 class BulkSyncView(PlatformAdminRequiredMixin, View):
-    """POST: queue every policy (or the ``names`` posted) and show the bulk job's progress page."""
+    """POST: queue every policy (or the ``names`` posted) and show the batch's progress page."""
 
     def post(self, request):
         names = request.POST.getlist("names") or None
         try:
-            with transaction.atomic():
-                items = sync.runtimes_sync_request(names=names)
-                job = sync_batches.sync_job_create(items=items, actor=request.user)
-                sync.enqueue_bulk_on_commit(items=items)
+            batch = sync.policies_sync_request(names=names, actor=request.user)
         except PolicyError as exc:
             messages.error(request, exc.message)
             return redirect("cluster:page")
-        return redirect("runtimes:sync-batch", batch_id=job["id"])
+        return redirect("runtimes:sync-batch", batch_id=batch.id.hex)
 
 
 class SyncBatchView(ViewerRequiredMixin, View):
-    """Bulk apply progress (n of m, failures listed); the htmx partial polls itself until finished."""
+    """Bulk sync progress (n of m, failures listed); the htmx partial polls itself until finished."""
 
     def get(self, request, batch_id: str):
-        progress = sync_batches.sync_job_progress(job_id=batch_id)
-        if progress is None:
-            raise Http404("No such sync job (jobs are kept for a day).")
-        template = "cluster/job.html"
-        if request.htmx:
-            template = "runtimes/_sync_progress.html"
+        try:
+            progress = sync_batches.sync_batch_progress(batch_id=batch_id)
+        except SyncBatchNotFound as exc:
+            raise Http404(exc.message)
+        template = "runtimes/_sync_progress.html" if request.htmx else "cluster/batch.html"
         return render(request, template, {"progress": progress})
 
 
@@ -68,8 +53,8 @@ class AdoptView(PlatformAdminRequiredMixin, View):
 
     def post(self, request):
         try:
-            result = sync.runtimes_adopt(actor=request.user)
-        except kube.KubeError as exc:
+            result = sync.policies_adopt(actor=request.user)
+        except KubeError as exc:
             messages.error(request, f"Adoption failed: {exc.message}")
             return redirect("cluster:page")
         return render(request, "cluster/adopt_result.html", {"result": result})
@@ -79,34 +64,32 @@ class SyncPanelView(ViewerRequiredMixin, View):
     """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
 
     def get(self, request, name: str):
-        policy = _policy_or_404(name)
-        return render(request, "runtimes/_sync_panel.html", {"policy": policy})
+        return render(request, "runtimes/_sync_panel.html", {"policy": policy_or_404(name)})
 
 
 class SyncImpactView(ViewerRequiredMixin, View):
-    """GET: the impact of applying the current revision; POST (admin): apply it."""
+    """GET: the impact of applying the current revision (``numNodes`` optional; a bad value is reported)."""
 
     def get(self, request, name: str):
-        policy = _policy_or_404(name)
-        num_nodes = request.GET.get("numNodes")
+        policy = policy_or_404(name)
+        error = ""
         try:
-            num_nodes = int(num_nodes) if num_nodes else None
-        except ValueError:
-            num_nodes = None
-        impact = sync.runtime_sync_impact(policy=policy, num_nodes=num_nodes)
-        return render(request, "cluster/impact.html", {"policy": policy, "impact": impact})
+            num_nodes = sync.impact_num_nodes(request.GET.get("numNodes"))
+        except PolicyError as exc:
+            num_nodes, error = None, exc.message
+        impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
+        context = {"policy": policy, "impact": impact, "error": error, "max_num_nodes": MAX_NUM_NODES}
+        return render(request, "cluster/impact.html", context)
 
 
 class SyncRequestView(PlatformAdminRequiredMixin, View):
     """POST: queue the policy's current revision for syncing (``force=1`` takes over conflicting fields)."""
 
     def post(self, request, name: str):
-        policy = _policy_or_404(name)
-        force = request.POST.get("force") in ("1", "true", "on")
+        policy = policy_or_404(name)
+        force = request.POST.get("force") in TRUE_VALUES
         try:
-            with transaction.atomic():
-                revision = sync.runtime_sync_request(policy=policy)
-                _enqueue_sync(policy, revision, force=force)
+            revision = sync.policy_sync_request(policy=policy, force=force)
         except PolicyError as exc:
             messages.error(request, exc.message)
         else:
@@ -117,51 +100,30 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
         return redirect(request.POST.get("next") or reverse("runtimes:drift", args=[policy.name]))
 
 
-class DriftView(ViewerRequiredMixin, View):
+class DriftView(PlatformAdminForWritesMixin, View):
     """GET: side-by-side ours vs live with the changes; POST (admin): ``action=check|reapply|adopt``."""
 
     def get(self, request, name: str):
-        policy = _policy_or_404(name)
-        context = {"policy": policy, "error": "", "ours": "", "live": "", "result": None}
-        try:
-            context["result"] = sync.runtime_drift_check(policy_id=policy.pk)
-            gateway = kube.get_gateway()
-            resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
-            live = gateway.get(resource, name=policy.name)
-            context["live"] = sync.live_yaml(live)
-            if policy.applied_revision:
-                manifest = policy.revisions.get(number=policy.applied_revision).manifest
-                context["ours"] = sync.live_yaml(sync.desired_object(manifest, revision=policy.applied_revision))
-        except kube.KubeError as exc:
-            context["error"] = exc.message
+        policy = policy_or_404(name)
+        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy)}
         policy.refresh_from_db()
         return render(request, "cluster/drift.html", context)
 
     def post(self, request, name: str):
-        if not request.user.is_authenticated:
-            return redirect("login")
-        from trainer_portal.roles import is_platform_admin
-
-        if not is_platform_admin(request.user):
-            return render(request, "cluster/forbidden.html", status=403)
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         action = request.POST.get("action", "")
         try:
-            with transaction.atomic():
-                if action == "check":
-                    result = sync.runtime_drift_check(policy_id=policy.pk)
-                    if result is None:
-                        messages.info(request, "Only synced or drifted policies can be checked.")
-                    else:
-                        messages.info(request, "Drift found." if result.drifted else "No drift: the cluster matches.")
+            if action == "check":
+                result = sync.policy_drift_check(policy_id=policy.pk)
+                if result is None:
+                    messages.info(request, "Only synced or drifted policies can be checked.")
                 else:
-                    revision = sync.runtime_drift_resolve(policy=policy, action=action, actor=request.user)
-                    if revision is not None:
-                        _enqueue_sync(policy, revision, force=True)
-                        messages.success(request, "Re-applying the portal's revision with force.")
-                    else:
-                        messages.success(request, "The live object was adopted as a new revision.")
-        except (PolicyError, kube.KubeError) as exc:
+                    messages.info(request, "Drift found." if result.drifted else "No drift: the cluster matches.")
+            elif sync.policy_drift_resolve(policy=policy, action=action, actor=request.user) is not None:
+                messages.success(request, "Re-applying the portal's revision with force.")
+            else:
+                messages.success(request, "The live object was adopted as a new revision.")
+        except (PolicyError, KubeError) as exc:
             messages.error(request, exc.message)
         return redirect("runtimes:drift", name=policy.name)
 
@@ -170,28 +132,22 @@ class ClusterDeleteView(PlatformAdminRequiredMixin, View):
     """GET: confirm deleting the policy's runtime from the cluster (warns about TrainJobs); POST: delete it."""
 
     def get(self, request, name: str):
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         trainjobs, error = [], ""
         try:
             trainjobs = sync.runtime_referencing_trainjobs(name=policy.name)
-        except kube.KubeError as exc:
+        except KubeError as exc:
             error = exc.message
         return render(request, "cluster/delete.html", {"policy": policy, "trainjobs": trainjobs, "error": error})
 
     def post(self, request, name: str):
-        policy = _policy_or_404(name)
+        policy = policy_or_404(name)
         try:
-            deleted = sync.runtime_cluster_delete(policy=policy)
-        except kube.KubeError as exc:
+            deleted = sync.policy_cluster_delete(policy=policy)
+        except KubeError as exc:
             messages.error(request, "The cluster refused the removal: " + exc.message)
             return redirect("runtimes:cluster-delete", name=policy.name)
-        RuntimePolicy.objects.filter(pk=policy.pk).update(
-            sync_state=SyncState.DRAFT, applied_revision=None, applied_resource_version="", applied_generation=None,
-            drift_diff="",
-        )
         messages.success(
             request, f"Deleted {policy.name} from the cluster." if deleted else f"{policy.name} was not on the cluster."
         )
         return redirect("cluster:page")
-
-

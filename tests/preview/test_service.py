@@ -11,10 +11,10 @@ import pytest
 
 from runtimes.domain.manifest import new_runtime
 from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
+from runtimes.errors import PreviewInputError
 from runtimes.services.preview import (
     CAVEAT,
     MAX_NUM_NODES,
-    PreviewInputError,
     SyntheticTopology,
     _synthetic_source,
     preview_manifest,

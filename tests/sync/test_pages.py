@@ -77,7 +77,7 @@ def test_the_impact_page_and_apply_button(cluster, client, alice, make_policy, e
 
 def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alice, make_policy):
     policy = make_policy("page-drift")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
     other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("page-drift", num_nodes=6), force=True)
     client.force_login(alice)
@@ -105,7 +105,7 @@ def test_the_sync_panel_lists_server_errors_by_field(client, bob, make_policy):
 
 def test_deleting_from_the_cluster_warns_about_trainjobs(cluster, gateway, ctr, client, alice, make_policy):
     policy = make_policy("page-del")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
     gateway.create(gateway.resolve(kube.TRAINJOB), body={
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": "uses-it", "namespace": "default"}, "spec": {"runtimeRef": {"name": "page-del"}},

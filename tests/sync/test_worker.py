@@ -11,6 +11,7 @@ import time
 import pytest
 
 from runtimes.choices import SyncState
+from runtimes.domain.drift import REVISION_ANNOTATION
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync
 
@@ -19,8 +20,8 @@ from .worker import WorkerProcess, database_url
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BULK = "runtimes.tasks.runtimes_bulk_sync_task"
-ONE = "runtimes.tasks.runtime_sync_task"
+BULK = "runtimes.tasks.policies_bulk_sync_task"
+ONE = "runtimes.tasks.policy_sync_task"
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def test_a_worker_applies_a_bulk_despite_503s_timeouts_and_dropped_connections(c
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.runtimes_sync_request()
+    items = sync.policies_sync_request().items
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=6)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-0", action="drop", count=3)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-1", action="hang", seconds=4, count=2)
@@ -86,7 +87,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.runtimes_sync_request()
+    items = sync.policies_sync_request().items
     # Transient failures slow the bulk down (retries back off), so the kill lands in the middle of it.
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=25)
     process.send(BULK, [[pid, rev] for pid, rev in items])
@@ -104,7 +105,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     written_before_edit = {name for name in edited if gateway.get(ctr, name=name) is not None}
     for name in edited:
         policy = edit_policy(RuntimePolicy.objects.get(name=name), admin, num_nodes=7)
-        process.send(ONE, policy.pk, sync.runtime_sync_request(policy=policy))
+        process.send(ONE, policy.pk, sync.policy_sync_request(policy=policy))
 
     restarted = worker()
     _wait_converged(names, worker=restarted)
@@ -115,7 +116,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
         expected_nodes = 7 if name in edited else 2
         assert live[name]["spec"]["mlPolicy"]["numNodes"] == expected_nodes, name
         expected_revision = "2" if name in edited else "1"
-        assert live[name]["metadata"]["annotations"][sync.REVISION_ANNOTATION] == expected_revision
+        assert live[name]["metadata"]["annotations"][REVISION_ANNOTATION] == expected_revision
     # Never rewritten with stale content: one spec write per revision that reached the cluster.
     assert {name: live[name]["metadata"]["generation"] for name in names} == {
         name: 2 if name in written_before_edit else 1 for name in names

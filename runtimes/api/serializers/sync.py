@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from runtimes.api.serializers.policies import ErrorBodySerializer
@@ -42,21 +44,40 @@ class SyncErrorFieldSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
 
 
+class IsoDateTimeField(serializers.DateTimeField):
+    """A datetime as Python's ``isoformat()`` writes it (``+00:00``, microseconds kept), as the API always has."""
+
+    def to_representation(self, value):
+        return value.isoformat() if value else None
+
+
 class SyncStatusSerializer(serializers.Serializer):
-    """Where one policy stands relative to the cluster."""
+    """Where one policy stands relative to the cluster (serialises a RuntimePolicy)."""
 
     name = serializers.CharField()
     version = serializers.IntegerField(help_text="The policy's current revision.")
-    state = serializers.ChoiceField(choices=SyncState.choices)
-    requestedRevision = serializers.IntegerField(allow_null=True, help_text="Revision last queued for syncing.")
-    appliedRevision = serializers.IntegerField(allow_null=True, help_text="Revision live on the cluster.")
-    resourceVersion = serializers.CharField(allow_blank=True)
-    generation = serializers.IntegerField(allow_null=True)
-    lastSyncedAt = serializers.DateTimeField(allow_null=True)
-    error = serializers.CharField(allow_blank=True, help_text="Why the last sync failed ('' when it did not).")
-    errorFields = SyncErrorFieldSerializer(many=True)
-    driftDiff = serializers.CharField(allow_blank=True, help_text="Unified diff portal → cluster when drifted.")
-    upToDate = serializers.BooleanField(help_text="Synced, and the applied revision is the current one.")
+    state = serializers.ChoiceField(source="sync_state", choices=SyncState.choices)
+    requestedRevision = serializers.IntegerField(
+        source="sync_requested_revision", allow_null=True, help_text="Revision last queued for syncing."
+    )
+    appliedRevision = serializers.IntegerField(
+        source="applied_revision", allow_null=True, help_text="Revision live on the cluster."
+    )
+    resourceVersion = serializers.CharField(source="applied_resource_version", allow_blank=True)
+    generation = serializers.IntegerField(source="applied_generation", allow_null=True)
+    lastSyncedAt = IsoDateTimeField(source="last_synced_at", allow_null=True)
+    error = serializers.CharField(
+        source="last_sync_error", allow_blank=True, help_text="Why the last sync failed ('' when it did not)."
+    )
+    errorFields = SyncErrorFieldSerializer(source="sync_error_fields", many=True)
+    driftDiff = serializers.CharField(
+        source="drift_diff", allow_blank=True, help_text="Unified diff portal → cluster when drifted."
+    )
+    upToDate = serializers.SerializerMethodField(help_text="Synced, and the applied revision is the current one.")
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_upToDate(self, policy) -> bool:
+        return policy.sync_state == SyncState.SYNCED and policy.applied_revision == policy.version
 
 
 class SyncAcceptedSerializer(serializers.Serializer):
@@ -71,7 +92,8 @@ class SyncAcceptedSerializer(serializers.Serializer):
 class BulkSyncAcceptedSerializer(serializers.Serializer):
     """202 answer of a bulk sync; poll ``statusUrl`` (also in the Location header) for progress."""
 
-    job = serializers.CharField(help_text="Bulk sync job id.")
+    batch = serializers.CharField(help_text="Bulk sync batch id.")
+    job = serializers.CharField(help_text="Deprecated: the same id as `batch` (kept for one release).")
     total = serializers.IntegerField()
     statusUrl = serializers.CharField()
 
@@ -79,19 +101,19 @@ class BulkSyncAcceptedSerializer(serializers.Serializer):
 # --------------------------------------------------------------------------------------------------- bulk progress
 
 
-class SyncJobFailureSerializer(serializers.Serializer):
+class SyncBatchFailureSerializer(serializers.Serializer):
     name = serializers.CharField()
     error = serializers.CharField(allow_blank=True)
 
 
-class SyncJobItemSerializer(serializers.Serializer):
+class SyncBatchItemSerializer(serializers.Serializer):
     name = serializers.CharField()
     revision = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
 
 
-class SyncJobProgressSerializer(serializers.Serializer):
+class SyncBatchProgressSerializer(serializers.Serializer):
     """Progress of a bulk sync; items whose policy was deleted count as done."""
 
     id = serializers.CharField()
@@ -99,10 +121,10 @@ class SyncJobProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     done = serializers.IntegerField()
     succeeded = serializers.IntegerField()
-    failed = SyncJobFailureSerializer(many=True)
+    failed = SyncBatchFailureSerializer(many=True)
     pending = serializers.IntegerField()
     finished = serializers.BooleanField()
-    items = SyncJobItemSerializer(many=True)
+    items = SyncBatchItemSerializer(many=True)
 
 
 # --------------------------------------------------------------------------------------------------- impact

@@ -23,24 +23,22 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from runtimes import selectors
-from runtimes.api.errors import ApiError, api_error_for, change_dicts, error_field
-from runtimes.api.parsers import YAML_PARSERS, LimitedJSONParser, MergePatchParser
+from runtimes.api.parsers import YAML_MEDIA_TYPES, YAML_PARSERS, LimitedJSONParser, MergePatchParser
 from runtimes.api.serializers import policies as s
 from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime
 from runtimes.domain.policy import scheduling_summary
 from runtimes.errors import (
-    PolicyError,
     PolicyNotFound,
     RevisionNotFound,
 )
 from runtimes.services import policies as policy_services
-from trainer_portal.api import SafeJSONRenderer
+from trainer_portal.api.renderers import SafeJSONRenderer
+from trainer_portal.errors import PortalError, field
 from trainer_portal.permissions import IsPlatformAdminOrReadOnly, IsViewer
 
 MAX_VERSION = 2**31 - 1
-YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml", "text/x-yaml")
 
 
 
@@ -61,16 +59,9 @@ class PolicyApiView(GenericAPIView):
     parser_classes = [LimitedJSONParser, *YAML_PARSERS]
     pagination_class = Pagination
     # Where manifest paths sit in this endpoint's request body (errors say `manifest.spec.…`).
-    problem_prefix = "manifest"
-
     def get_renderers(self):
         # Same renderers as configured, with JSON made safe against lone surrogates echoed from the input.
         return [SafeJSONRenderer() if type(r) is JSONRenderer else r for r in super().get_renderers()]
-
-    def handle_exception(self, exc):
-        if isinstance(exc, PolicyError):
-            exc = api_error_for(exc, prefix=self.problem_prefix)
-        return super().handle_exception(exc)
 
     def get_policy(self, name: str):
         """Return the policy `name` (404 if absent; names that cannot exist are not looked up)."""
@@ -81,11 +72,11 @@ class PolicyApiView(GenericAPIView):
     def validated(self, serializer_class, data) -> dict[str, Any]:
         """Return `data` validated by `serializer_class` (400 with field paths otherwise)."""
         if not isinstance(data, dict):
-            raise ApiError(
-                status_code=400,
+            raise PortalError(
+                status=400,
                 code="invalid",
                 message="The request body must be a JSON object.",
-                fields=[error_field("", "send a JSON object (Content-Type: application/json)", "type")],
+                fields=[field("", "send a JSON object (Content-Type: application/json)", "type")],
             )
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
@@ -111,27 +102,27 @@ def expected_version(request, body_version: int | None) -> int:
         value = header.strip().removeprefix("W/").strip()
         match = re.fullmatch(r'"?([0-9]{1,10})"?', value)
         if not match or not 1 <= int(match.group(1)) <= MAX_VERSION:
-            raise ApiError(
-                status_code=400,
+            raise PortalError(
+                status=400,
                 code="invalid",
                 message='If-Match must hold the version you read, e.g. If-Match: "3".',
-                fields=[error_field("If-Match", f"got {header!r}; send one version in double quotes", "invalid")],
+                fields=[field("If-Match", f"got {header!r}; send one version in double quotes", "invalid")],
             )
         header_version = int(match.group(1))
     if body_version is not None and header_version is not None and body_version != header_version:
-        raise ApiError(
-            status_code=400,
+        raise PortalError(
+            status=400,
             code="invalid",
             message=f"The body says version {body_version} but If-Match says {header_version}; send one of them.",
-            fields=[error_field("version", "contradicts the If-Match header", "mismatch")],
+            fields=[field("version", "contradicts the If-Match header", "mismatch")],
         )
     version = body_version if body_version is not None else header_version
     if version is None:
-        raise ApiError(
-            status_code=status.HTTP_428_PRECONDITION_REQUIRED,
+        raise PortalError(
+            status=status.HTTP_428_PRECONDITION_REQUIRED,
             code="precondition_required",
             message='Send the version you read: a "version" field in the body or an If-Match: "<version>" header.',
-            fields=[error_field("version", "required for writes (optimistic concurrency)", "required")],
+            fields=[field("version", "required for writes (optimistic concurrency)", "required")],
         )
     return version
 
@@ -152,13 +143,13 @@ def _manifest_from_yaml(text: str) -> dict:
     try:
         return load_runtime(text)
     except ManifestError as exc:
-        raise ApiError(
-            status_code=400,
+        raise PortalError(
+            status=400,
             code="invalid",
             message=str(exc),
             fields=[
                 {
-                    **error_field("manifest" + (f".{exc.path}" if exc.path else ""), exc.message, "parse"),
+                    **field("manifest" + (f".{exc.path}" if exc.path else ""), exc.message, "parse"),
                     "line": exc.line,
                     "column": exc.column,
                 }
@@ -292,11 +283,11 @@ class PolicyDetailApi(PolicyApiView):
             raise exceptions.UnsupportedMediaType(request.content_type)
         if request.content_type.startswith(MergePatchParser.media_type):
             if not isinstance(request.data, dict):
-                raise ApiError(
-                    status_code=400,
+                raise PortalError(
+                    status=400,
                     code="invalid",
                     message="A merge patch must be a JSON object.",
-                    fields=[error_field("", "send a JSON object", "type")],
+                    fields=[field("", "send a JSON object", "type")],
                 )
             patch, message, body_version = request.data, "", None
         else:
@@ -360,11 +351,11 @@ class PolicyExportApi(PolicyApiView):
         raw_revision = request.query_params.get("revision")
         if raw_revision:
             if not raw_revision.isdigit() or not 1 <= int(raw_revision) <= MAX_VERSION:
-                raise ApiError(
-                    status_code=400,
+                raise PortalError(
+                    status=400,
                     code="invalid",
                     message="revision must be a revision number.",
-                    fields=[error_field("revision", "must be a positive integer")],
+                    fields=[field("revision", "must be a positive integer")],
                 )
             manifest = selectors.revision_get(policy=policy, number=int(raw_revision)).manifest
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
@@ -378,8 +369,6 @@ class PolicyExportApi(PolicyApiView):
 
 class PolicyImportApi(PolicyApiView):
     """Import one or many runtimes from YAML or JSON, all or nothing."""
-
-    problem_prefix = ""
 
     @extend_schema(
         operation_id="runtimes_import",
@@ -421,11 +410,11 @@ class PolicyImportApi(PolicyApiView):
             text, message, mode = body["text"], body["message"] or message, body.get("mode") or mode
         mode = mode or ImportMode.CREATE_ONLY
         if mode not in ImportMode.values:
-            raise ApiError(
-                status_code=400,
+            raise PortalError(
+                status=400,
                 code="invalid",
                 message=f"Unknown import mode {mode!r}.",
-                fields=[error_field("mode", f"use one of {', '.join(ImportMode.values)}", "invalid_choice")],
+                fields=[field("mode", f"use one of {', '.join(ImportMode.values)}", "invalid_choice")],
             )
         result = policy_services.policies_import(text=text, author=request.user, message=message[:500], mode=mode)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
@@ -530,7 +519,7 @@ class RevisionDiffApi(PolicyApiView):
                 "fromRevision": from_number,
                 "toRevision": to_number,
                 "unified": text,
-                "changes": change_dicts(changes),
+                "changes": [change.as_dict() for change in changes],
             }
         )
 
@@ -558,11 +547,11 @@ class PolicyRollbackApi(PolicyApiView):
                 author=request.user,
             )
         except RevisionNotFound as exc:
-            raise ApiError(
-                status_code=400,
+            raise PortalError(
+                status=400,
                 code="invalid",
                 message=exc.message,
-                fields=[error_field("revision", exc.message, "not_found")],
+                fields=[field("revision", exc.message, "not_found")],
             )
         return self.policy_response(selectors.policy_get(name=policy.name))
 

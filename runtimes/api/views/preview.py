@@ -9,38 +9,19 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runtimes.errors import PolicyNotFound
 from runtimes.services.preview import (
     API_VERSIONS,
     FRAGMENTATIONS,
     MAX_NUM_NODES,
-    PreviewInputError,
     preview_manifest,
     preview_policy,
     preview_request_parse,
 )
 from trainer_portal.permissions import IsViewer
-
-
-class PreviewInvalid(exceptions.APIException):
-    """400 carrying the preview's `{path, message}` problems as `error.fields`."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "invalid"
-
-    def __init__(self, error: PreviewInputError) -> None:
-        fields = [{"path": e["path"], "message": e["message"], "code": e.get("code", "invalid")} for e in error.errors]
-        first = fields[0]
-        message = (
-            (f"{first['path']}: {first['message']}" if first["path"] else first["message"])
-            if len(fields) == 1
-            else f"{len(fields)} problems in the request."
-        )
-        super().__init__({"message": message, "fields": fields, "code": "invalid"})
 
 
 def _topology_serializer(name: str) -> serializers.Serializer:
@@ -179,13 +160,6 @@ _REQUEST_EXAMPLE = OpenApiExample(
 )
 
 
-def _parse(data) -> object:
-    try:
-        return preview_request_parse(data)
-    except PreviewInputError as error:
-        raise PreviewInvalid(error)
-
-
 class RuntimePreviewApi(APIView):
     """Preview the PodGroups and placement of a TrainJob on a saved runtime policy."""
 
@@ -204,14 +178,8 @@ class RuntimePreviewApi(APIView):
     )
     def post(self, request, name: str) -> Response:
         """Return 200 with the preview; 400 for bad input; 404 when no policy is named `name`."""
-        preview_request = _parse(request.data)
-        try:
-            result = preview_policy(name=name, request=preview_request)
-        except PolicyNotFound as error:
-            raise exceptions.NotFound(error.message)
-        except PreviewInputError as error:
-            raise PreviewInvalid(error)
-        return Response(result)
+        preview_request = preview_request_parse(request.data)
+        return Response(preview_policy(name=name, request=preview_request))
 
 
 class UnsavedPreviewApi(APIView):
@@ -233,10 +201,6 @@ class UnsavedPreviewApi(APIView):
     def post(self, request) -> Response:
         """Return 200 with the preview; 400 for bad input or an invalid manifest."""
         data = request.data
-        preview_request = _parse(data)
+        preview_request = preview_request_parse(data)
         manifest = data.get("manifest") if hasattr(data, "get") else None
-        try:
-            result = preview_manifest(manifest=manifest, request=preview_request)
-        except PreviewInputError as error:
-            raise PreviewInvalid(error)
-        return Response(result)
+        return Response(preview_manifest(manifest=manifest, request=preview_request))

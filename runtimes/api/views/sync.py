@@ -13,21 +13,21 @@ Reads need a portal role; writes need platform-admin. Cluster failures map to 50
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from runtimes import selectors
 from runtimes.api.serializers import sync as ss
 from runtimes.api.serializers.policies import ErrorSerializer
 from runtimes.choices import SyncState
-from runtimes.errors import PolicyError
+from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
+from runtimes.errors import SyncRefused
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync, sync_batches
-from trainer_portal import kube
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
 
 TAGS = ["cluster sync"]
@@ -42,52 +42,9 @@ CLUSTER_ERRORS = {
 
 
 
-class ClusterError(exceptions.APIException):
-    """502/503 carrying the cluster's message, the error type and the field causes."""
-
-    default_code = "cluster_error"
-
-    def __init__(self, exc: kube.KubeError) -> None:
-        self.status_code = status.HTTP_502_BAD_GATEWAY if exc.permanent else status.HTTP_503_SERVICE_UNAVAILABLE
-        fields = [{"path": f["path"], "message": f["message"], "code": f["reason"] or "invalid"}
-                  for f in sync.error_fields(exc)]
-        super().__init__({"message": sync.describe_error(exc), "fields": fields, "code": "cluster_error"})
-        self.extra = {"cluster": exc.as_dict()}
-
-
-class PolicyActionError(exceptions.APIException):
-    """400/404 for a refused sync action (unknown policy, bad action)."""
-
-    default_code = "invalid"
-
-    def __init__(self, message: str, *, status_code: int = 400, code: str = "invalid") -> None:
-        self.status_code = status_code
-        super().__init__({"message": message, "fields": [], "code": code})
-
-
-def _policy(name: str) -> RuntimePolicy:
-    policy = RuntimePolicy.objects.filter(name=name).first()
-    if policy is None:
-        raise PolicyActionError(f"No policy named '{name}'.", status_code=404, code="not_found")
-    return policy
-
-
 def sync_status_data(policy: RuntimePolicy) -> dict:
     """Return the sync status of ``policy`` as the API shows it."""
-    return {
-        "name": policy.name,
-        "version": policy.version,
-        "state": policy.sync_state,
-        "requestedRevision": policy.sync_requested_revision,
-        "appliedRevision": policy.applied_revision,
-        "resourceVersion": policy.applied_resource_version,
-        "generation": policy.applied_generation,
-        "lastSyncedAt": policy.last_synced_at.isoformat() if policy.last_synced_at else None,
-        "error": policy.last_sync_error,
-        "errorFields": policy.sync_error_fields,
-        "driftDiff": policy.drift_diff,
-        "upToDate": policy.sync_state == SyncState.SYNCED and policy.applied_revision == policy.version,
-    }
+    return ss.SyncStatusSerializer(policy).data
 
 
 class RuntimeSyncApi(APIView):
@@ -105,10 +62,10 @@ class RuntimeSyncApi(APIView):
         tags=TAGS,
     )
     def get(self, request, name: str):
-        return Response(sync_status_data(_policy(name)))
+        return Response(sync_status_data(selectors.policy_get(name=name)))
 
     @extend_schema(
-        operation_id="runtime_sync",
+        operation_id="policy_sync",
         summary="Sync a policy to the cluster",
         description="Queues the current revision for a server-side apply and answers 202 at once; poll "
         "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own.",
@@ -123,14 +80,9 @@ class RuntimeSyncApi(APIView):
         tags=TAGS,
     )
     def post(self, request, name: str):
-        policy = _policy(name)
+        policy = selectors.policy_get(name=name)
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
-        with transaction.atomic():
-            try:
-                revision = sync.runtime_sync_request(policy=policy)
-            except PolicyError as exc:
-                raise PolicyActionError(exc.message, status_code=409, code="conflict")
-            sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
+        revision = sync.policy_sync_request(policy=policy, force=force)
         url = reverse("api-runtime-sync", kwargs={"name": policy.name})
         return Response(
             {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
@@ -145,34 +97,31 @@ class RuntimeSyncImpactApi(APIView):
     permission_classes = [IsViewer]
 
     @extend_schema(
-        operation_id="runtime_sync_impact",
+        operation_id="policy_sync_impact",
         summary="What syncing a policy would change",
         description="TrainJobs that reference the runtime, and the PodGroups the applied (`old`) and current "
-        "(`new`) revisions produce for `numNodes` (default: the manifest's numNodes, else 4). Cluster errors are "
+        "(`new`) revisions produce for `numNodes` (default: the manifest's numNodes, else "
+        f"{IMPACT_DEFAULT_NUM_NODES}). Cluster errors are "
         "reported in `trainjobs_error`, never as an error status.",
         parameters=[
-            OpenApiParameter("numNodes", OpenApiTypes.INT, description="Trainer nodes to expand for (1–100000)."),
+            OpenApiParameter(
+                "numNodes", OpenApiTypes.INT, description=f"Trainer nodes to expand for (1–{MAX_NUM_NODES})."
+            ),
         ],
         responses={
             200: ss.SyncImpactSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="numNodes is not a whole number from 1 to 100000."),
+            400: OpenApiResponse(
+                ErrorSerializer, description=f"numNodes is not a whole number from 1 to {MAX_NUM_NODES}."
+            ),
             **FORBIDDEN,
             **NOT_FOUND,
         },
         tags=TAGS,
     )
     def get(self, request, name: str):
-        policy = _policy(name)
-        raw = request.query_params.get("numNodes")
-        num_nodes = None
-        if raw:
-            try:
-                num_nodes = int(raw)
-                if not 1 <= num_nodes <= 100_000:
-                    raise ValueError
-            except ValueError:
-                raise exceptions.ValidationError({"numNodes": ["must be a whole number from 1 to 100000"]})
-        return Response(sync.runtime_sync_impact(policy=policy, num_nodes=num_nodes))
+        policy = selectors.policy_get(name=name)
+        num_nodes = sync.impact_num_nodes(request.query_params.get("numNodes"))
+        return Response(sync.policy_sync_impact(policy=policy, num_nodes=num_nodes))
 
 
 class RuntimesBulkSyncApi(APIView):
@@ -197,44 +146,51 @@ class RuntimesBulkSyncApi(APIView):
         serializer = ss.BulkSyncInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         names = serializer.validated_data.get("names")
-        with transaction.atomic():
-            try:
-                items = sync.runtimes_sync_request(names=names)
-            except PolicyError as exc:
-                raise exceptions.ValidationError({"names": [exc.message]})
-            job = sync_batches.sync_job_create(items=items, actor=request.user)
-            sync.enqueue_bulk_on_commit(items=items)
-        url = reverse("api-sync-job", kwargs={"job_id": job["id"]})
+        batch = sync.policies_sync_request(names=names, actor=request.user)
+        url = reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex})
+        # "job" repeats "batch" for clients of the first release (deprecated with /sync-jobs/).
         return Response(
-            {"job": job["id"], "total": len(items), "statusUrl": url},
+            {"batch": batch.id.hex, "job": batch.id.hex, "total": len(batch.items), "statusUrl": url},
             status=status.HTTP_202_ACCEPTED,
             headers={"Location": url},
         )
 
 
-class SyncJobApi(APIView):
-    """Progress of a bulk sync (GET, viewer)."""
+class SyncBatchApi(APIView):
+    """Progress of a bulk sync batch (GET, viewer); also served at the deprecated ``sync-jobs/{id}/``."""
 
     permission_classes = [IsViewer]
 
     @extend_schema(
-        operation_id="sync_job_progress",
+        operation_id="sync_batch_progress",
         summary="Progress of a bulk sync",
         description="Counts of done, succeeded and pending items, the failures with their errors, and each item's "
-        "status. Jobs are kept for a day.",
+        "status. Batches are kept for a week.",
         responses={
-            200: ss.SyncJobProgressSerializer,
+            200: ss.SyncBatchProgressSerializer,
             **FORBIDDEN,
-            404: OpenApiResponse(ErrorSerializer, description="No sync job with this id (or it expired)."),
+            404: OpenApiResponse(ErrorSerializer, description="No sync batch with this id (or it expired)."),
         },
         tags=TAGS,
     )
+    def get(self, request, batch_id: str):
+        return Response(sync_batches.sync_batch_progress(batch_id=batch_id))
+
+
+class SyncJobApi(SyncBatchApi):
+    """``GET sync-jobs/{id}/``: the deprecated alias of `SyncBatchApi` (kept for one release)."""
+
+    @extend_schema(
+        deprecated=True,
+        operation_id="sync_job_progress",
+        summary="Progress of a bulk sync (deprecated path)",
+        description="The first release's path of `sync-batches/{id}/`; it answers the same and goes away in the "
+        "next release.",
+        responses={200: ss.SyncBatchProgressSerializer, **FORBIDDEN},
+        tags=TAGS,
+    )
     def get(self, request, job_id: str):
-        progress = sync_batches.sync_job_progress(job_id=job_id)
-        if progress is None:
-            raise PolicyActionError(f"No sync job '{job_id}' (jobs are kept for a day).", status_code=404,
-                                    code="not_found")
-        return Response(progress)
+        return super().get(request, batch_id=job_id)
 
 
 class DriftCheckApi(APIView):
@@ -243,7 +199,7 @@ class DriftCheckApi(APIView):
     permission_classes = [IsPlatformAdmin]
 
     @extend_schema(
-        operation_id="runtime_drift_check",
+        operation_id="policy_drift_check",
         summary="Check a policy for drift now",
         description="Compares the applied revision with the live object and records the policy as drifted or "
         "synced. Only synced or drifted policies can be checked.",
@@ -258,16 +214,11 @@ class DriftCheckApi(APIView):
         tags=TAGS,
     )
     def post(self, request, name: str):
-        policy = _policy(name)
-        try:
-            result = sync.runtime_drift_check(policy_id=policy.pk)
-        except kube.KubeError as exc:
-            raise ClusterError(exc)
+        policy = selectors.policy_get(name=name)
+        result = sync.policy_drift_check(policy_id=policy.pk)
         if result is None:
-            raise PolicyActionError(
-                f"'{name}' is {policy.sync_state}; only synced or drifted policies can be checked for drift.",
-                status_code=409,
-                code="conflict",
+            raise SyncRefused(
+                f"'{name}' is {policy.sync_state}; only synced or drifted policies can be checked for drift."
             )
         policy.refresh_from_db()
         return Response(
@@ -288,7 +239,7 @@ class DriftResolveApi(APIView):
     permission_classes = [IsPlatformAdmin]
 
     @extend_schema(
-        operation_id="runtime_drift_resolve",
+        operation_id="policy_drift_resolve",
         summary="Resolve a policy's drift",
         description="`reapply` queues a forced apply of the applied revision (202; poll `statusUrl`); `adopt` "
         "saves the live object as a new revision and marks it synced (200). The policy must be drifted.",
@@ -308,21 +259,8 @@ class DriftResolveApi(APIView):
         serializer = ss.DriftResolveInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         action = serializer.validated_data["action"]
-        policy = _policy(name)
-        if policy.sync_state != SyncState.DRIFTED:
-            raise PolicyActionError(
-                f"'{name}' is {policy.sync_state}, not drifted; run a drift check first.", status_code=409,
-                code="conflict",
-            )
-        try:
-            with transaction.atomic():
-                revision = sync.runtime_drift_resolve(policy=policy, action=action, actor=request.user)
-                if revision is not None:
-                    sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=True)
-        except kube.KubeError as exc:
-            raise ClusterError(exc)
-        except PolicyError as exc:
-            raise PolicyActionError(exc.message, status_code=409, code=getattr(exc, "code", "conflict"))
+        policy = selectors.policy_get(name=name)
+        revision = sync.policy_drift_resolve(policy=policy, action=action, actor=request.user)
         policy.refresh_from_db()
         url = reverse("api-runtime-sync", kwargs={"name": policy.name})
         code = status.HTTP_202_ACCEPTED if revision is not None else status.HTTP_200_OK
@@ -346,10 +284,6 @@ class ClusterAdoptApi(APIView):
         tags=TAGS,
     )
     def post(self, request):
-        try:
-            result = sync.runtimes_adopt(actor=request.user)
-        except kube.KubeError as exc:
-            raise ClusterError(exc)
-        return Response(result.as_dict())
+        return Response(sync.policies_adopt(actor=request.user).as_dict())
 
 

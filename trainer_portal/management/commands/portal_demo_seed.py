@@ -26,7 +26,7 @@ class Command(BaseCommand):
         while True:
             # The sandbox's generator creates the demo runtimes a moment after the API server is ready.
             try:
-                result = sync.runtimes_adopt(actor=actor)
+                result = sync.policies_adopt(actor=actor)
             except kube.KubeError as exc:
                 result, error = None, exc
             else:

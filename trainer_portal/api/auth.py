@@ -1,4 +1,4 @@
-"""API token endpoint (kept apart from ``api.py``, which DRF settings import while DRF itself loads)."""
+"""The API token endpoint: `POST /api/v1/auth/token/`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
 
-from .roles import is_viewer
+from trainer_portal.roles import is_viewer
 
 _TOKEN = inline_serializer(
     name="ApiToken",
