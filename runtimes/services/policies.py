@@ -8,7 +8,6 @@ names the version it was based on and loses with `StaleVersion` if someone else 
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import re
@@ -23,6 +22,7 @@ from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
 from runtimes.domain.diff import semantically_equal, structural_diff
 from runtimes.domain.manifest import MAX_DEPTH, ManifestError, load_runtimes, strip_server_fields
+from runtimes.domain.patch import merge_patch
 from runtimes.domain.policy import ValidationOptions, ValidationReport, scheduling_summary, validate_runtime
 from runtimes.errors import (
     ImportInvalid,
@@ -166,19 +166,6 @@ def policy_patch(
         message=message,
         source=source,
     )
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """Return `target` with JSON merge patch `patch` applied (RFC 7396); neither argument is modified."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 @transaction.atomic

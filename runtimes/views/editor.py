@@ -12,7 +12,14 @@ from django.views import View
 
 from runtimes import selectors
 from runtimes.choices import RevisionSource
-from runtimes.domain.editing import PolicyFields, apply_fields, fields_from_manifest
+from runtimes.domain.editing import (
+    PolicyFields,
+    apply_fields,
+    fields_digest,
+    fields_from_manifest,
+    fields_to_json,
+    merge_fields,
+)
 from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime, new_runtime
 from runtimes.domain.policy import validate_runtime
 from runtimes.errors import (
@@ -21,7 +28,7 @@ from runtimes.errors import (
     RevisionNotFound,
     StaleVersion,
 )
-from runtimes.forms.editor import PolicyEditor, fields_digest, fields_to_json, merge_fields, problems_by_field
+from runtimes.forms.editor import PolicyEditor, problems_by_field
 from runtimes.forms.fields import composite_enabled, topology_key_choices
 from runtimes.forms.imports import SaveForm
 from runtimes.models import RuntimePolicy

@@ -5,8 +5,6 @@ The helpers at the top (`runtime`, `level1`, `broken`, `reference_texts`) are sh
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from runtimes.choices import ImportMode, RevisionSource
@@ -275,22 +273,6 @@ def test_patch_checks_the_version_first(db, alice):
 
     with pytest.raises(StaleVersion):
         policy_services.policy_patch(name="torch-gang", patch={"spec": {}}, expected_version=1, author=alice)
-
-
-@pytest.mark.parametrize(
-    ("target", "patch", "expected"),
-    [
-        ({"a": 1, "b": {"c": 2}}, {"b": {"c": None, "d": 3}}, {"a": 1, "b": {"d": 3}}),
-        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
-        ({"a": 1}, {"a": {"b": 1}}, {"a": {"b": 1}}),
-        ({"a": {"b": 1}}, {"a": "x"}, {"a": "x"}),
-    ],
-)
-def test_merge_patch_follows_rfc_7396(target, patch, expected):
-    original = copy.deepcopy(target)
-
-    assert policy_services.merge_patch(target, patch) == expected
-    assert target == original
 
 
 # --------------------------------------------------------------------------------------------------- rollback

@@ -5,13 +5,10 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from runtimes.domain.editing import apply_fields, fields_from_manifest
+from runtimes.domain.editing import apply_fields, fields_from_json, fields_from_manifest, fields_to_json, merge_fields
 from runtimes.domain.manifest import load_runtime, new_runtime
 from runtimes.forms.editor import (
     PolicyEditor,
-    fields_from_json,
-    fields_to_json,
-    merge_fields,
     problem_field_name,
     problems_by_field,
 )
