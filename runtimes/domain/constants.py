@@ -10,8 +10,15 @@ API_GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "ClusterTrainingRuntime"
 
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+# The Kubernetes scheduling API (KEP-3015 Workload / PodGroup) per server version: 1.37 serves v1beta1 and the
+# CompositePodGroup in v1alpha3; 1.36 serves v1alpha2 (different field names).
+SCHEDULING_GROUP = "scheduling.k8s.io"
+SCHEDULING_V1BETA1 = f"{SCHEDULING_GROUP}/v1beta1"
+SCHEDULING_V1ALPHA2 = f"{SCHEDULING_GROUP}/v1alpha2"
+SCHEDULING_V1ALPHA3 = f"{SCHEDULING_GROUP}/v1alpha3"
+
+FRAMEWORK_LABEL = f"{API_GROUP}/framework"
+ANCESTOR_LABEL = f"{API_GROUP}/trainjob-ancestor-step"
 
 ANCESTOR_TRAINER = "trainer"
 ANCESTOR_DATASET_INITIALIZER = "dataset-initializer"

@@ -1,102 +1,37 @@
-"""Expansion of a (Cluster)TrainingRuntime + numNodes into what the Kubeflow Trainer v2.4 controller would create.
+"""The expansion plan: a runtime + numNodes → pod sets per ReplicatedJob and the PodGroups over them.
 
-Pure domain code: pod counts per ReplicatedJob (kubernetes-apis.md §1.5), and the scheduling Workload with its
-PodGroups (KEP-3015 `spec.scheduling`, §2.3–2.4, levels of §4.5) for `scheduling.k8s.io/v1beta1` (1.37),
-`v1alpha2` (1.36) and the `v1alpha3` CompositePodGroup form.
-
-Decisions (documented in docs/placement.md):
-- Names: Workload `<trainjob>-<h>`, h = first 8 hex chars of sha1("<namespace>/<trainjob>"). PodGroup
-  `<workload>-<template>-<h>` (L1: `<workload>-<h>`), h = first 8 hex chars of sha1("<namespace>/<workload>/
-  <template>"); when longer than 63 chars the prefix is cut (the hash keeps names unique). Template names longer
-  than 63 chars are cut the same way. The UID is not hashed, so a preview and the real objects agree.
-- ReplicatedJobs not targeted by any `scheduling.replicatedJobs` entry get no PodGroup (the author's review
-  reply: they use the default scheduling); `pod_group_for` returns None for them. No implicit level-0 group.
-- L1 with sequenced startup (`dependsOn` or `startupPolicyOrder: InOrder`) falls back to one template per
-  ReplicatedJob (KEP "Validation"), emitted as level-2 groups, with a warning.
-- `composite=True` needs replicatedJobs entries; it emits a root CompositePodGroup (L1 fields, default gang),
-  a child CompositePodGroup per entry that has `job` (L3 leaves under it), and a leaf PodGroup per entry
-  without `job`. All objects then use `scheduling.k8s.io/v1alpha3` (CompositePodGroup exists only there).
-- `resourcesPerNode` replaces the resources of the trainer ancestor's main container as a whole (as upstream does:
-  the runtime container's other resources are dropped); for MPI with `runLauncherAsNode` it also applies to
-  ReplicatedJob `node`.
+Pod counts per ReplicatedJob and the scheduling levels of KEP-3015 `spec.scheduling` (L1 TrainJob, L2
+ReplicatedJob groups, L3 one Job); see the package docstring for the decisions.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from runtimes.domain.constants import MAX_NUM_NODES
+from runtimes.domain.expansion import manifests
+from runtimes.domain.expansion.model import (
+    ANCESTOR_LABEL,
+    API_VERSIONS,
+    BASIC,
+    COMPOSITE_POD_GROUP,
+    GANG,
+    MAX_TEMPLATES,
+    MPI_LAUNCHER,
+    MPI_NODE,
+    POD_GROUP,
+    TRAINER,
+    V1ALPHA2,
+    V1ALPHA3,
+    V1BETA1,
+    ExpansionError,
+    PodGroupPlan,
+    PodSet,
+)
+from runtimes.domain.expansion.naming import pod_group_name_for, template_name_for, workload_name_for
 from runtimes.domain.placement.quantities import QuantityError, format_quantity, parse_resource
-
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-TRAINER = "trainer"
-MPI_NODE = "node"
-MPI_LAUNCHER = "launcher"
-TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
-TRAINJOB_API_GROUP = "trainer.kubeflow.org"
-V1BETA1 = "scheduling.k8s.io/v1beta1"
-V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
-V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
-API_VERSIONS = (V1BETA1, V1ALPHA2, V1ALPHA3)
-MAX_TEMPLATES = 8  # WorkloadMaxPodGroupTemplates upstream; the KEP rejects rather than splits
-MAX_NAME = 63
-HASH_CHARS = 8
-GANG = "gang"
-BASIC = "basic"
-POD_GROUP = "PodGroup"
-COMPOSITE_POD_GROUP = "CompositePodGroup"
-
-
-class ExpansionError(ValueError):
-    """The runtime (or the TrainJob inputs) cannot be expanded. `.path` names the field, `.message` the fix."""
-
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
-
-
-@dataclass(frozen=True)
-class PodSet:
-    """The pods of one ReplicatedJob: `replicas` Jobs of `pods_per_replica` pods each."""
-
-    replicated_job: str
-    replicas: int
-    pods_per_replica: int
-    ancestor: str | None
-    resources_per_pod: dict[str, str]
-    depends_on: tuple[str, ...] = ()
-
-    @property
-    def count(self) -> int:
-        """Return the number of pods of this ReplicatedJob."""
-        return self.replicas * self.pods_per_replica
-
-
-@dataclass(frozen=True)
-class PodGroupPlan:
-    """One PodGroup (or, with kind CompositePodGroup, one CompositePodGroup) the controller would create.
-
-    level: 1 TrainJob, 2 ReplicatedJob group, 3 one Job (replica). min_count is None for basic groups and for
-    CompositePodGroups (those carry min_group_count instead).
-    """
-
-    template_name: str
-    name: str
-    level: int
-    policy: str
-    min_count: int | None
-    topology_key: str | None
-    replicated_jobs: tuple[str, ...]
-    job_index: int | None
-    pod_count: int
-    disruption_mode: str | None
-    parent: str | None
-    kind: str = POD_GROUP
-    min_group_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +48,8 @@ class Expansion:
     composite: bool
     num_nodes: int = 1
     warnings: tuple[str, ...] = ()
-    _template_order: tuple[str, ...] = field(default=(), repr=False)
+    # PodGroupTemplate names in the order the Workload lists them.
+    template_order: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def total_pods(self) -> int:
@@ -150,113 +86,13 @@ class Expansion:
                 return group.name
         return None
 
-    # -- manifests ---------------------------------------------------------------------------------------------
-
-    def _owner_trainjob(self) -> dict:
-        return {
-            "apiVersion": TRAINJOB_API_VERSION,
-            "kind": "TrainJob",
-            "name": self.trainjob_name,
-            "uid": self.trainjob_uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-
-    def _metadata(self, name: str, owners: list[dict]) -> dict:
-        return {
-            "name": name,
-            "namespace": self.namespace,
-            "labels": {"trainer.kubeflow.org/trainjob-name": self.trainjob_name},
-            "ownerReferences": owners,
-        }
-
-    def _policy(self, group: PodGroupPlan) -> dict:
-        if group.kind == COMPOSITE_POD_GROUP:
-            if group.policy == BASIC:
-                return {"basic": {}}
-            return {"gang": {"minGroupCount": group.min_group_count}}
-        if group.policy == BASIC:
-            return {"basic": {}}
-        return {"gang": {"minCount": group.min_count}}
-
-    def _disruption(self, mode: str | None) -> object:
-        if self.api_version == V1ALPHA2:
-            return {"single": "Pod", "all": "PodGroup"}[mode]
-        return {mode: {}}
-
-    def _template_body(self, group: PodGroupPlan) -> dict:
-        body: dict = {"name": group.template_name, "schedulingPolicy": self._policy(group)}
-        if group.topology_key:
-            body["schedulingConstraints"] = {"topology": [{"key": group.topology_key}]}
-        if group.disruption_mode:
-            body["disruptionMode"] = self._disruption(group.disruption_mode)
-        return body
-
     def workload_manifest(self) -> dict | None:
         """Return the scheduling Workload object, or None when the runtime has no `spec.scheduling`."""
-        if self.workload_name is None:
-            return None
-        spec: dict = {
-            "controllerRef": {"apiGroup": TRAINJOB_API_GROUP, "kind": "TrainJob", "name": self.trainjob_name}
-        }
-        by_template = {group.template_name: group for group in self.pod_groups}
-        if self.composite:
-            roots = [group for group in self.pod_groups if group.parent is None]
-            spec["compositePodGroupTemplates"] = [self._composite_template(root, by_template) for root in roots]
-        else:
-            spec["podGroupTemplates"] = [self._template_body(by_template[name]) for name in self._template_order]
-        return {
-            "apiVersion": self.api_version,
-            "kind": "Workload",
-            "metadata": self._metadata(self.workload_name, [self._owner_trainjob()]),
-            "spec": spec,
-        }
-
-    def _composite_template(self, group: PodGroupPlan, by_template: Mapping[str, PodGroupPlan]) -> dict:
-        body = self._template_body(group)
-        children = [child for child in self.pod_groups if child.parent == group.name]
-        leaves = [self._template_body(child) for child in children if child.kind == POD_GROUP]
-        composites = [self._composite_template(c, by_template) for c in children if c.kind == COMPOSITE_POD_GROUP]
-        if leaves:
-            body["podGroupTemplates"] = leaves
-        if composites:
-            body["compositePodGroupTemplates"] = composites
-        return body
+        return manifests.workload_manifest(self)
 
     def podgroup_manifests(self) -> list[dict]:
-        """Return the CompositePodGroup objects (parents first) followed by the PodGroup objects.
-
-        The Workload ownerReference carries `uid: ""` because the Workload's UID is only known after creation.
-        """
-        if self.workload_name is None:
-            return []
-        owners = [
-            self._owner_trainjob(),
-            {"apiVersion": self.api_version, "kind": "Workload", "name": self.workload_name, "uid": ""},
-        ]
-        composites = [g for g in self.pod_groups if g.kind == COMPOSITE_POD_GROUP]
-        leaves = [g for g in self.pod_groups if g.kind == POD_GROUP]
-        return [self._group_manifest(group, owners) for group in [*composites, *leaves]]
-
-    def _group_manifest(self, group: PodGroupPlan, owners: list[dict]) -> dict:
-        spec: dict = {}
-        if self.api_version == V1ALPHA2:
-            spec["podGroupTemplateRef"] = {
-                "workload": {"workloadName": self.workload_name, "podGroupTemplateName": group.template_name}
-            }
-        else:
-            spec["workloadRef"] = {"workloadName": self.workload_name, "templateName": group.template_name}
-        body = self._template_body(group)
-        del body["name"]
-        spec.update(body)
-        if group.parent is not None:
-            spec["parentCompositePodGroupName"] = group.parent
-        return {
-            "apiVersion": self.api_version,
-            "kind": group.kind,
-            "metadata": self._metadata(group.name, [dict(owner) for owner in owners]),
-            "spec": spec,
-        }
+        """Return the CompositePodGroup objects (parents first) followed by the PodGroup objects."""
+        return manifests.podgroup_manifests(self)
 
     def to_dict(self) -> dict:
         """Return a JSON-serialisable summary (pod sets, groups, totals, warnings) for the API."""
@@ -300,39 +136,6 @@ class Expansion:
             ],
             "warnings": list(self.warnings),
         }
-
-
-# -- naming --------------------------------------------------------------------------------------------------------
-
-
-def short_hash(text: str, chars: int = HASH_CHARS) -> str:
-    """Return the first `chars` hex digits of sha1(`text`): the deterministic name suffix."""
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:chars]
-
-
-def _fit_name(prefix: str, suffix: str, limit: int = MAX_NAME) -> str:
-    """Return `<prefix>-<suffix>` cut to `limit` characters by shortening the prefix."""
-    room = limit - len(suffix) - 1
-    return f"{prefix[:room].rstrip('-.')}-{suffix}"
-
-
-def workload_name_for(namespace: str, trainjob_name: str) -> str:
-    """Return the Workload name `<trainjob>-<hash>`."""
-    return f"{trainjob_name}-{short_hash(f'{namespace}/{trainjob_name}')}"
-
-
-def pod_group_name_for(namespace: str, workload: str, template: str, *, level_one: bool) -> str:
-    """Return the PodGroup name: `<workload>-<hash>` for L1, else `<workload>-<template>-<hash>` (≤ 63 chars)."""
-    digest = short_hash(f"{namespace}/{workload}/{template}")
-    return _fit_name(workload if level_one else f"{workload}-{template}", digest)
-
-
-def template_name_for(parts: list[str] | tuple[str, ...]) -> str:
-    """Return a PodGroupTemplate name: the parts joined with '-', cut and hashed when over 63 chars."""
-    name = "-".join(parts)
-    if len(name) <= MAX_NAME:
-        return name
-    return _fit_name(name, short_hash(name))
 
 
 # -- input helpers: malformed dicts become ExpansionError, never KeyError/TypeError ---------------------------------
