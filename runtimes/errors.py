@@ -178,23 +178,3 @@ class SyncBatchNotFound(PolicyError):
     def __init__(self, batch_id: str) -> None:
         self.batch_id = batch_id
         super().__init__(f"No sync batch '{batch_id}'.")
-
-
-class PreviewInputError(PortalError):
-    """The preview input is unusable. `.errors` is a list of `{"path", "message"}` dicts, one per problem."""
-
-    code = "invalid"
-    status = 400
-
-    def __init__(self, errors: list[dict[str, str]]) -> None:
-        self.errors = errors
-        fields = [field(e["path"], e["message"], e.get("code", "invalid")) for e in errors]
-        if len(fields) == 1:
-            first = fields[0]
-            message = f"{first['path']}: {first['message']}" if first["path"] else first["message"]
-        else:
-            message = f"{len(fields)} problems in the request."
-        super().__init__(message, fields=fields)
-
-    def __str__(self) -> str:
-        return "; ".join(f"{e['path']}: {e['message']}" if e["path"] else e["message"] for e in self.errors)

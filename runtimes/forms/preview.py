@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtimes.services.preview import (
-    API_VERSIONS,
-    DEFAULT_RESOURCES,
-    SyntheticTopology,
-    live_source_available,
-)
+from runtimes.domain.placement.quantities import GPU
+from runtimes.domain.preview import API_VERSIONS, DEFAULT_RESOURCES, SyntheticTopology
+from runtimes.services.preview import live_source_available
 
-GPU = "nvidia.com/gpu"
 DEFAULT_NUM_NODES = 8
 # Form field name → the request path its problems are reported under (see `_field_for_path`).
 _SYNTHETIC_FIELDS = ("zones", "blocksPerZone", "racksPerBlock", "nodesPerRack", "gpusPerNode", "fragmentation", "seed")

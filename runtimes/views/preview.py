@@ -20,7 +20,9 @@ from django.shortcuts import render
 from django.utils.safestring import SafeString, mark_safe
 from django.views import View
 
-from runtimes.errors import PolicyNotFound, PreviewInputError
+from runtimes.domain.constants import MAX_NUM_NODES
+from runtimes.domain.preview import API_VERSIONS, FRAGMENTATIONS, SYNTHETIC_BOUNDS, PreviewInputError
+from runtimes.errors import PolicyNotFound
 from runtimes.forms.preview import (
     FORM_FIELDS,
     SYNTHETIC_LABELS,
@@ -31,9 +33,6 @@ from runtimes.forms.preview import (
 )
 from runtimes.selectors import policy_list
 from runtimes.services.preview import (
-    API_VERSIONS,
-    FRAGMENTATIONS,
-    SYNTHETIC_BOUNDS,
     live_source_available,
     preview_manifest,
     preview_policy,
@@ -42,8 +41,6 @@ from runtimes.services.preview import (
 from runtimes.views.policies import policy_or_404
 from trainer_portal.permissions import ViewerRequiredMixin
 
-GPU = "nvidia.com/gpu"
-DEFAULT_NUM_NODES = 8
 # Form field name → the request path its problems are reported under (see `_field_for_path`).
 
 
@@ -127,6 +124,7 @@ def _context(values: dict[str, str], *, fixed_policy: str = "", run: bool = True
         "values": values,
         "fixed_policy": fixed_policy,
         "api_versions": API_VERSIONS,
+        "max_num_nodes": MAX_NUM_NODES,
         "fragmentations": FRAGMENTATIONS,
         "live_available": live_source_available(),
         "policy_names": _policy_names() if with_form and not fixed_policy else [],

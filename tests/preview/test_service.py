@@ -9,13 +9,11 @@ import copy
 
 import pytest
 
+from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.domain.manifest import new_runtime
 from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
-from runtimes.errors import PreviewInputError
+from runtimes.domain.preview import CAVEAT, PreviewInputError, SyntheticTopology
 from runtimes.services.preview import (
-    CAVEAT,
-    MAX_NUM_NODES,
-    SyntheticTopology,
     _synthetic_source,
     preview_manifest,
     preview_request_parse,
