@@ -116,6 +116,7 @@ def bench_apply(count: int, tmp: Path) -> dict:
     from sandbox.testing import SandboxProcess
     from tests.sync.worker import WorkerProcess
     from trainer_portal import kube
+    from trainer_portal.kube.client import get_gateway, reset_gateway
 
     results: dict = {}
     with SandboxProcess(topology="none", controllers=False) as sandbox:
@@ -123,8 +124,8 @@ def bench_apply(count: int, tmp: Path) -> dict:
         from django.conf import settings
 
         settings.KUBE_CONFIG_PATH = sandbox.kubeconfig
-        kube.reset_gateway()
-        gateway = kube.get_gateway()
+        reset_gateway()
+        gateway = get_gateway()
         ctr = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
 
         # Baseline: the same objects applied serially with the bare gateway, then removed again.

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from trainer_portal import kube
+from trainer_portal.kube.client import get_gateway
 
 from .domain.manifest import single_node_template
 
@@ -80,7 +81,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
         "checked_at": time.time(),
     }
     try:
-        gateway = gateway or kube.get_gateway()
+        gateway = gateway or get_gateway()
         version = gateway.server_version()
     except kube.KubeNotConfigured as exc:
         status.update(error=exc.message, hint=_config_hint())

@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 
 from trainer_portal import kube
+from trainer_portal.kube.client import get_gateway
 
 from .domain.placement.snapshot import ADDED, DELETED, MODIFIED, PRESENT, ClusterSnapshot, TopologyKeys
 
@@ -230,7 +231,7 @@ def live_source_available() -> bool:
 
 def topology_refresh(*, gateway: kube.Gateway | None = None, path: Path | None = None) -> LiveSnapshot:
     """List all nodes and pods, build a fresh snapshot, save it and return it. Raises KubeError."""
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     tracker = TopologyTracker()
     nodes = gateway.list(kube.CORE_NODE)
     pods = gateway.list(kube.CORE_POD)
@@ -287,7 +288,7 @@ class TopologyWatch:
         backoff_max: float = 30.0,
         stop: threading.Event | None = None,
     ) -> None:
-        self.gateway = gateway or kube.get_gateway()
+        self.gateway = gateway or get_gateway()
         self.path = path
         self.save_interval = save_interval
         self.stop = stop or threading.Event()

@@ -47,6 +47,7 @@ from runtimes.services.sync_batches import sync_batch_create
 from runtimes.tasks import policies_bulk_sync_task, policy_sync_task
 from trainer_portal import kube
 from trainer_portal.errors import field as field_problem
+from trainer_portal.kube.client import get_gateway
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ def policy_sync(
     desired = desired_object(manifest, revision=revision)
     name = desired["metadata"]["name"]
     try:
-        gateway = gateway or kube.get_gateway()
+        gateway = gateway or get_gateway()
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         live = gateway.get(resource, name=name)
         if live is not None and not force and is_live(live, desired, gateway.settings.field_manager):
@@ -329,7 +330,7 @@ def policy_drift_check(
     policy = RuntimePolicy.objects.filter(pk=policy_id, sync_state__in=LIVE_STATES).first()
     if policy is None or policy.applied_revision is None:
         return None
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     if live is ...:
         live = gateway.get(resource, name=policy.name)
@@ -340,7 +341,7 @@ def policy_drift_check(
 
 def policies_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[DriftResult]:
     """Check every synced/drifted policy against one list of the cluster's runtimes; return the drifted ones."""
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live_by_name = {obj["metadata"]["name"]: obj for obj in gateway.list(resource).items}
     drifted = []
@@ -448,7 +449,7 @@ def policy_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gate
         raise SyncRefused(f"'{policy.name}' is {policy.sync_state}, not drifted; run a drift check first.")
     if action == "reapply":
         return policy_sync_request(policy=policy, force=True)
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live = gateway.get(resource, name=policy.name)
     if live is None:
@@ -500,7 +501,7 @@ def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptR
     """
     from runtimes.services.policies import policy_create
 
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     result = AdoptResult()
     for live in sorted(gateway.list(resource).items, key=lambda obj: obj["metadata"]["name"]):
@@ -537,7 +538,7 @@ def runtime_referencing_trainjobs(*, name: str, gateway: kube.Gateway | None = N
 
     Raises KubeError when the cluster cannot be read (KubeNotFound when TrainJobs are not served).
     """
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.TRAINJOB)
     found = []
     for job in gateway.list(resource).items:
@@ -640,7 +641,7 @@ def policy_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | None
     :func:`runtime_referencing_trainjobs` as a warning first.
     """
     before = RuntimePolicy.objects.filter(pk=policy.pk).values("sync_state", "sync_requested_revision").first()
-    gateway = gateway or kube.get_gateway()
+    gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     deleted = gateway.delete(resource, name=policy.name) is not None
     if before is not None:
@@ -664,7 +665,7 @@ def policy_drift_view_data(*, policy: RuntimePolicy, gateway: kube.Gateway | Non
     """
     data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": ""}
     try:
-        gateway = gateway or kube.get_gateway()
+        gateway = gateway or get_gateway()
         data["result"] = policy_drift_check(policy_id=policy.pk, gateway=gateway)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         data["live"] = live_yaml(gateway.get(resource, name=policy.name))

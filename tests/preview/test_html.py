@@ -10,7 +10,7 @@ from django.test import Client
 from runtimes.domain.manifest import dump_yaml
 from runtimes.forms.preview import field_errors, form_defaults, request_data_from_form
 from runtimes.services import policies as policy_services
-from runtimes.views.preview import heatmap_html
+from runtimes.templatetags.runtimes_ui import heatmap_html
 from tests.preview.test_api import alice, bob, charlie  # noqa: F401 — fast persona fixtures
 from tests.preview.test_service import level1, level3
 

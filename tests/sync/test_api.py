@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync
-from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
@@ -150,7 +150,7 @@ def test_the_cluster_endpoint_reports_an_unreachable_cluster_with_a_hint(setting
 
 
 def test_adopt_endpoint_is_idempotent(cluster, ctr, as_alice):
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
     other.apply(ctr, body=runtime_manifest("live-one"))
     first = as_alice.post("/api/v1/cluster/adopt/").json()
     second = as_alice.post("/api/v1/cluster/adopt/").json()
@@ -162,7 +162,7 @@ def test_drift_resolve_adopt_and_reapply(cluster, gateway, ctr, make_policy, as_
                                          django_capture_on_commit_callbacks):
     policy = make_policy("api-drift")
     sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("api-drift", num_nodes=9), force=True)
 
     check = as_alice.post("/api/v1/runtimes/api-drift/drift/check/").json()

@@ -9,6 +9,7 @@ from runtimes.domain.drift import REVISION_ANNOTATION
 from runtimes.models import PolicyRevision, RuntimePolicy
 from runtimes.services import sync
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
@@ -24,7 +25,7 @@ def _sync(policy, force=False):
 @pytest.fixture
 def other(cluster):
     """A second client with another field manager, playing `kubectl edit`."""
-    return kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    return build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
 
 
 def test_a_synced_policy_has_no_drift(cluster, make_policy):

@@ -10,6 +10,7 @@ from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
@@ -78,7 +79,7 @@ def test_the_impact_page_and_apply_button(cluster, client, alice, make_policy, e
 def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alice, make_policy):
     policy = make_policy("page-drift")
     sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("page-drift", num_nodes=6), force=True)
     client.force_login(alice)
 
@@ -119,7 +120,7 @@ def test_deleting_from_the_cluster_warns_about_trainjobs(cluster, gateway, ctr, 
 
 
 def test_adopt_page(cluster, ctr, client, alice):
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
     other.apply(ctr, body=runtime_manifest("page-live"))
     client.force_login(alice)
     page = client.post("/cluster/adopt/").content.decode()

@@ -107,12 +107,12 @@ def test_requeue_picks_up_unfinished_rows(cluster, make_policy, eager_celery):
 
 
 def test_the_periodic_drift_check_task_flags_drift(cluster, ctr, make_policy, eager_celery):
-    from trainer_portal import kube
+    from trainer_portal.kube.client import build_gateway
     from trainer_portal.kube.config import KubeSettings
 
     policy = make_policy("beat")
     policy_sync_task.delay(policy.pk, sync.policy_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("beat", num_nodes=11), force=True)
 
     assert policies_drift_check_task.delay().get() == 1
