@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
 
+from trainer_portal.accounts import api_token_for
 from trainer_portal.roles import is_viewer
 
 _TOKEN = inline_serializer(
@@ -62,5 +62,4 @@ class ObtainTokenApi(ObtainAuthToken):
         user = serializer.validated_data["user"]
         if not is_viewer(user):
             raise exceptions.PermissionDenied("This account has no portal role; ask an admin for viewer access.")
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key, "username": user.get_username()})
+        return Response({"token": api_token_for(user=user), "username": user.get_username()})
