@@ -1,8 +1,9 @@
 """Placement preview (application service): inputs → validated request → expansion + snapshot + placement → result.
 
-Interfaces (the HTML panel, the REST API) hand raw input (a JSON body, or form fields turned into the same shape
-by `runtimes.preview_views.request_data_from_form`) to `preview_request_parse`, then call `preview_policy` (a saved
-policy) or `preview_manifest` (an unsaved manifest). Both return a JSON-serialisable dict. Every problem with the
+Interfaces (the HTML panel, the REST API) turn raw input (a JSON body through `PreviewRequestSerializer`, or form
+fields through `runtimes.forms.preview.request_data_from_form`) into the domain `PreviewRequest` with
+`preview_request_parse`, then call `preview_policy` (a saved policy) or `preview_manifest` (an unsaved manifest).
+Both return a JSON-serialisable dict built by the view model of `runtimes.domain.preview`. Every problem with the
 input is raised as `PreviewInputError`, whose `.errors` are `{path, message}` items naming the field and the fix.
 A topology key that no node carries is not an input error: the verdict explains it.
 

@@ -1,6 +1,6 @@
 """REST endpoints of the placement preview: a saved policy, or an unsaved manifest sent in the body.
 
-Both take the preview request as JSON and answer with the JSON of `runtimes.preview` (PodGroups, manifests and
+Both take the preview request as JSON and answer with the JSON of `runtimes.services.preview` (PodGroups, manifests and
 their YAML, the verdict with its explanation, span, fragmentation and the rack-level heat map). Bad input is a 400
 whose `error.fields[].path` names the field (`numNodes`, `resourcesPerNode.nvidia.com/gpu`, `manifest.spec…`).
 """
