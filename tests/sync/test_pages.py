@@ -134,3 +134,23 @@ def test_the_cluster_page_names_a_missing_permission_and_how_to_grant_it(cluster
     page = html.unescape(client.get("/cluster/").content.decode())
     assert 'Grant "patch" on clustertrainingruntimes.trainer.kubeflow.org' in page
     assert "kubectl auth can-i patch" in page
+
+
+def test_the_impact_page_names_a_bad_num_nodes_instead_of_ignoring_it(cluster, client, bob, make_policy):
+    make_policy("page-impact-bad")
+    client.force_login(bob)
+    for bad in ("abc", "0", "100001"):
+        response = client.get(f"/cluster/runtimes/page-impact-bad/impact/?numNodes={bad}")
+        assert response.status_code == 200
+        assert "numNodes must be a whole number from 1 to 100000" in response.content.decode(), bad
+    page = client.get("/cluster/runtimes/page-impact-bad/impact/?numNodes=3").content.decode()
+    assert "PodGroups for numNodes 3" in page and "must be a whole number" not in page
+
+
+def test_a_viewer_may_read_the_drift_page_but_not_act_on_it(cluster, client, bob, make_policy):
+    policy = make_policy("page-drift-ro")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    client.force_login(bob)
+    assert client.get("/cluster/runtimes/page-drift-ro/drift/").status_code == 200
+    assert client.post("/cluster/runtimes/page-drift-ro/drift/", {"action": "adopt"}).status_code == 403
+    assert RuntimePolicy.objects.get(pk=policy.pk).version == 1

@@ -257,3 +257,37 @@ def test_old_batches_are_removed_when_a_new_one_is_created(make_policy):
     SyncBatch.objects.filter(pk=old.pk).update(created_at=timezone.now() - sync_batches.SYNC_BATCH_RETENTION * 2)
     new = sync.policies_sync_request()
     assert list(SyncBatch.objects.values_list("pk", flat=True)) == [new.pk]
+
+
+def test_cluster_delete_removes_the_runtime_and_makes_the_policy_a_draft(cluster, gateway, ctr, make_policy):
+    policy = make_policy("del-me")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    assert gateway.get(ctr, name="del-me") is not None
+
+    assert sync.policy_cluster_delete(policy=policy) is True
+
+    row = RuntimePolicy.objects.get(pk=policy.pk)
+    assert gateway.get(ctr, name="del-me") is None
+    assert (row.sync_state, row.applied_revision, row.applied_resource_version, row.applied_generation) == (
+        SyncState.DRAFT, None, "", None
+    )
+    assert sync.policy_cluster_delete(policy=policy) is False  # not there any more: nothing to delete
+
+
+def test_cluster_delete_changes_no_row_when_the_cluster_refuses(cluster, make_policy):
+    policy = make_policy("del-refused")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    cluster.inject_fault(method="DELETE", path="clustertrainingruntimes/del-refused", action="status", status=500,
+                         count=5)
+    with pytest.raises(kube.KubeUnavailable):
+        sync.policy_cluster_delete(policy=policy)
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCED
+
+
+def test_a_drift_resolve_of_a_policy_that_is_not_drifted_is_refused(make_policy, admin):
+    from runtimes.errors import SyncRefused
+
+    policy = make_policy("not-drifted")
+    with pytest.raises(SyncRefused, match="not drifted"):
+        sync.policy_drift_resolve(policy=policy, action="reapply", actor=admin)
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.DRAFT
