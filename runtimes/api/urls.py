@@ -6,7 +6,6 @@ Order matters: fixed paths under ``runtimes/`` (``sync/``, ``import/``, ``valida
 
 from django.urls import path
 
-from runtimes.api import sync_views
 from runtimes.api.views import policies, preview, sync
 
 urlpatterns = [
@@ -33,6 +32,5 @@ urlpatterns = [
     path("sync-batches/<str:batch_id>/", sync.SyncBatchApi.as_view(), name="api-sync-batch"),
     # Deprecated alias of sync-batches/ (the first release's name); remove in the next release.
     path("sync-jobs/<str:job_id>/", sync.SyncJobApi.as_view(), name="api-sync-job"),
-    path("cluster/", sync_views.ClusterApi.as_view(), name="api-cluster"),
     path("cluster/adopt/", sync.ClusterAdoptApi.as_view(), name="api-cluster-adopt"),
 ]

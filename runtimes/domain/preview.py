@@ -16,9 +16,9 @@ from typing import Any
 
 from runtimes.domain.constants import MAX_NUM_NODES, SCHEDULING_V1ALPHA2, SCHEDULING_V1BETA1
 from runtimes.domain.labels import dns1123_label_problems
-from runtimes.domain.placement.quantities import GPU, QuantityError, parse_resource
 from trainer_portal.errors import PortalError
 from trainer_portal.errors import field as problem
+from trainer_portal.placement.quantities import GPU, QuantityError, parse_resource
 
 
 class PreviewInputError(PortalError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtimes.domain.placement.quantities import GPU
 from runtimes.domain.preview import API_VERSIONS, DEFAULT_RESOURCES, SyntheticTopology
 from runtimes.services.preview import live_source_available
+from trainer_portal.placement.quantities import GPU
 
 DEFAULT_NUM_NODES = 8
 # Form field name → the request path its problems are reported under (see `_field_for_path`).

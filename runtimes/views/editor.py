@@ -33,8 +33,8 @@ from runtimes.forms.fields import composite_enabled, topology_key_choices
 from runtimes.forms.imports import SaveForm
 from runtimes.models import RuntimePolicy
 from runtimes.services import policies as policy_services
-from runtimes.topology import live_snapshot
 from runtimes.views.policies import policy_or_404, revision_number
+from trainer_portal.cluster.snapshots import live_snapshot
 from trainer_portal.permissions import PlatformAdminRequiredMixin
 
 PAGE_SIZE = 50

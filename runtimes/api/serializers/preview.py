@@ -11,7 +11,6 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from runtimes.domain.constants import MAX_NUM_NODES
-from runtimes.domain.placement.quantities import GPU
 from runtimes.domain.preview import (
     API_V1BETA1,
     API_VERSIONS,
@@ -24,6 +23,7 @@ from runtimes.domain.preview import (
     SyntheticTopology,
 )
 from runtimes.services.preview import preview_request_parse
+from trainer_portal.placement.quantities import GPU
 
 _DEFAULTS = SyntheticTopology()
 

@@ -31,7 +31,7 @@ from runtimes.domain.expansion.model import (
     PodSet,
 )
 from runtimes.domain.expansion.naming import pod_group_name_for, template_name_for, workload_name_for
-from runtimes.domain.placement.quantities import QuantityError, format_quantity, parse_resource
+from trainer_portal.placement.quantities import QuantityError, format_quantity, parse_resource
 
 
 @dataclass(frozen=True)
