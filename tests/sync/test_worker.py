@@ -20,12 +20,27 @@ from .worker import WorkerProcess, database_url
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BULK = "runtimes.tasks.policies_bulk_sync_task"
-ONE = "runtimes.tasks.policy_sync_task"
+
+
+def _publish_portal_tasks_to(process: WorkerProcess, monkeypatch) -> None:
+    """Make this process's services publish their tasks to ``process``'s broker and private queue.
+
+    The services enqueue their own tasks on commit, so the tests drive the worker exactly as the web process
+    does. The publisher configuration is read when this process first publishes, which these tests are the first
+    to do (the other tests run tasks eagerly).
+    """
+    from runtimes import tasks
+    from trainer_portal.celery import app
+
+    publisher = process.publisher().conf
+    monkeypatch.setitem(app.conf, "broker_url", publisher.broker_url)
+    monkeypatch.setitem(app.conf, "broker_transport_options", dict(publisher.broker_transport_options or {}))
+    for task in (tasks.policy_sync_task, tasks.policies_bulk_sync_task):
+        monkeypatch.setattr(task, "queue", process.queue, raising=False)
 
 
 @pytest.fixture
-def worker(cluster, tmp_path):
+def worker(cluster, tmp_path, monkeypatch):
     url = database_url()
     if url is None:
         pytest.skip("the worker needs a database it can open too: run with DATABASE_URL=postgres://… (CI does)")
@@ -36,6 +51,8 @@ def worker(cluster, tmp_path):
         if workers:
             process.queue = workers[0].queue  # a restart consumes the same queue
             process.env["CELERY_TASK_DEFAULT_QUEUE"] = process.queue
+        else:
+            _publish_portal_tasks_to(process, monkeypatch)
         workers.append(process)
         return process.start()
 
@@ -67,12 +84,11 @@ def test_a_worker_applies_a_bulk_despite_503s_timeouts_and_dropped_connections(c
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.policies_sync_request().items
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=6)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-0", action="drop", count=3)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-1", action="hang", seconds=4, count=2)
 
-    process.send(BULK, [[pid, rev] for pid, rev in items])
+    sync.policies_sync_request()  # enqueues the bulk task on commit, as the bulk sync page and API do
 
     _wait_converged(names, worker=process)
     live = gateway.list(ctr).items
@@ -87,10 +103,9 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.policies_sync_request().items
     # Transient failures slow the bulk down (retries back off), so the kill lands in the middle of it.
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=25)
-    process.send(BULK, [[pid, rev] for pid, rev in items])
+    sync.policies_sync_request()
 
     deadline = time.monotonic() + 60
     while sum(state == SyncState.SYNCED for state, _, _ in _states().values()) < 3:
@@ -105,7 +120,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     written_before_edit = {name for name in edited if gateway.get(ctr, name=name) is not None}
     for name in edited:
         policy = edit_policy(RuntimePolicy.objects.get(name=name), admin, num_nodes=7)
-        process.send(ONE, policy.pk, sync.policy_sync_request(policy=policy))
+        sync.policy_sync_request(policy=policy)  # queued for the worker that is not running yet
 
     restarted = worker()
     _wait_converged(names, worker=restarted)
