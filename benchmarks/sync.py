@@ -116,6 +116,7 @@ def bench_apply(count: int, tmp: Path) -> dict:
     from sandbox.testing import SandboxProcess
     from tests.sync.worker import WorkerProcess
     from trainer_portal import kube
+    from trainer_portal.celery import app as portal_app
     from trainer_portal.kube.client import get_gateway, reset_gateway
 
     results: dict = {}
@@ -143,10 +144,11 @@ def bench_apply(count: int, tmp: Path) -> dict:
                                concurrency=os.cpu_count() or 1, timeout=10.0)
         connection.close()
         worker.start()
+        # The bulk sync service enqueues its own task on commit: publish it to this worker, as a web process would.
+        worker.publisher().set_current()
         try:
             started = time.time()
-            items = sync.policies_sync_request().items
-            worker.send("runtimes.tasks.policies_bulk_sync_task", [[pid, rev] for pid, rev in items])
+            sync.policies_sync_request()
             done = _wait_all_synced(count, started, timeout=600)
             results["apply_total_s"] = time.time() - started
             results["apply_p50_s"] = _pct(done, 0.5)
@@ -157,14 +159,14 @@ def bench_apply(count: int, tmp: Path) -> dict:
 
             rv_before = sandbox._call("GET", "/sandbox/info")["resourceVersion"]
             started = time.time()
-            items = sync.policies_sync_request().items
-            worker.send("runtimes.tasks.policies_bulk_sync_task", [[pid, rev] for pid, rev in items])
+            sync.policies_sync_request()
             time.sleep(0.2)
             _wait_all_synced(count, started, timeout=600)
             results["resync_total_s"] = time.time() - started
             rv_after = sandbox._call("GET", "/sandbox/info")["resourceVersion"]
             results["resync_writes"] = int(rv_after) - int(rv_before)
         finally:
+            portal_app.set_current()
             worker.stop()
     return results
 

@@ -1,4 +1,8 @@
-"""The preview panel's form values ⇄ the preview request data, and request problems → form fields."""
+"""The preview panel's form: its values ⇄ the preview request's input, and request problems → form fields.
+
+The panel does not validate anything itself: `request_data_from_form` turns the values into the input the API
+takes, and the domain parser (`runtimes.domain.preview.preview_request_parse`) validates both the same way.
+"""
 
 from __future__ import annotations
 
@@ -24,10 +28,6 @@ SYNTHETIC_LABELS = {
     "fragmentation": "Fragmentation",
     "seed": "Seed",
 }
-
-
-# --------------------------------------------------------------------------------------------------- form mapping
-
 
 
 

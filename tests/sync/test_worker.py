@@ -14,6 +14,7 @@ from runtimes.choices import SyncState
 from runtimes.domain.drift import REVISION_ANNOTATION
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync
+from trainer_portal.celery import app as portal_app
 
 from .conftest import edit_policy
 from .worker import WorkerProcess, database_url
@@ -22,25 +23,8 @@ pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transa
 
 
 
-def _publish_portal_tasks_to(process: WorkerProcess, monkeypatch) -> None:
-    """Make this process's services publish their tasks to ``process``'s broker and private queue.
-
-    The services enqueue their own tasks on commit, so the tests drive the worker exactly as the web process
-    does. The publisher configuration is read when this process first publishes, which these tests are the first
-    to do (the other tests run tasks eagerly).
-    """
-    from runtimes import tasks
-    from trainer_portal.celery import app
-
-    publisher = process.publisher().conf
-    monkeypatch.setitem(app.conf, "broker_url", publisher.broker_url)
-    monkeypatch.setitem(app.conf, "broker_transport_options", dict(publisher.broker_transport_options or {}))
-    for task in (tasks.policy_sync_task, tasks.policies_bulk_sync_task):
-        monkeypatch.setattr(task, "queue", process.queue, raising=False)
-
-
 @pytest.fixture
-def worker(cluster, tmp_path, monkeypatch):
+def worker(cluster, tmp_path):
     url = database_url()
     if url is None:
         pytest.skip("the worker needs a database it can open too: run with DATABASE_URL=postgres://… (CI does)")
@@ -52,11 +36,13 @@ def worker(cluster, tmp_path, monkeypatch):
             process.queue = workers[0].queue  # a restart consumes the same queue
             process.env["CELERY_TASK_DEFAULT_QUEUE"] = process.queue
         else:
-            _publish_portal_tasks_to(process, monkeypatch)
+            # The services enqueue their own tasks on commit: publish them to this worker, as a web process would.
+            process.publisher().set_current()
         workers.append(process)
         return process.start()
 
     yield start
+    portal_app.set_current()
     for process in workers:
         process.stop()
 

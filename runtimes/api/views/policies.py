@@ -1,8 +1,9 @@
 """REST API v1 for runtime policies: thin views that parse, call a service or selector, and serialise.
 
-Service exceptions (`runtimes.errors`) become structured JSON errors here (see `trainer_portal.api`): invalid
-manifests 400 with field paths under `manifest.`, unknown names 404, stale versions 409 with the changes since,
-missing versions 428. Request bodies are capped at 1 MiB before they are parsed.
+Service exceptions (`runtimes.errors`, all `PortalError`s) become structured JSON errors in the project's one
+exception handler (`trainer_portal.api.exceptions`): invalid manifests 400 with field paths under `manifest.`,
+unknown names 404, stale versions 409 with the changes since, missing versions 428. Request bodies are capped at
+1 MiB before they are parsed (`runtimes.api.parsers`).
 """
 
 from __future__ import annotations
