@@ -19,6 +19,8 @@ SCHEDULING_V1ALPHA3 = f"{SCHEDULING_GROUP}/v1alpha3"
 
 FRAMEWORK_LABEL = f"{API_GROUP}/framework"
 ANCESTOR_LABEL = f"{API_GROUP}/trainjob-ancestor-step"
+# Set by the Trainer controller on every object it creates for a TrainJob.
+TRAINJOB_NAME_LABEL = f"{API_GROUP}/trainjob-name"
 
 ANCESTOR_TRAINER = "trainer"
 ANCESTOR_DATASET_INITIALIZER = "dataset-initializer"

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 
 from runtimes.domain.constants import (
     DEPENDS_ON_STATUSES,
+    FRAMEWORK_LABEL,
 )
 from runtimes.domain.editing import (
     GroupFields,
@@ -330,7 +331,7 @@ class PolicyEditor:
         mode = fields.scheduling_mode
         if mode == "level2" and fields.level1 is not None:
             mode = "composite"
-        labels = {k: v for k, v in fields.labels.items() if k != "trainer.kubeflow.org/framework"}
+        labels = {k: v for k, v in fields.labels.items() if k != FRAMEWORK_LABEL}
         initial = {
             "name": fields.name,
             "framework": fields.framework,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from runtimes.domain.constants import TRAINJOB_NAME_LABEL
 from runtimes.domain.expansion.model import (
     BASIC,
     COMPOSITE_POD_GROUP,
@@ -49,7 +50,7 @@ def _metadata(plan: Plan, name: str, owners: list[dict]) -> dict:
     return {
         "name": name,
         "namespace": plan.namespace,
-        "labels": {"trainer.kubeflow.org/trainjob-name": plan.trainjob_name},
+        "labels": {TRAINJOB_NAME_LABEL: plan.trainjob_name},
         "ownerReferences": owners,
     }
 
