@@ -39,11 +39,6 @@ from runtimes.services.preview import (
 from runtimes.views.policies import policy_or_404
 from trainer_portal.permissions import ViewerRequiredMixin
 
-# Form field name → the request path its problems are reported under (see `_field_for_path`).
-
-
-# --------------------------------------------------------------------------------------------------- heat map
-
 
 def _policy_names() -> list[str]:
     return list(policy_list().values_list("name", flat=True))
@@ -116,7 +111,7 @@ class PreviewPageView(ViewerRequiredMixin, View):
         """Return the preview of the submitted form: the results fragment for htmx, the whole page otherwise."""
         values = form_values(request.POST)
         fixed = request.POST.get("fixedPolicy", "") if values["policy"] == request.POST.get("fixedPolicy") else ""
-        htmx = bool(getattr(request, "htmx", False))
+        htmx = bool(request.htmx)
         context = _context(values, fixed_policy=fixed, with_form=not htmx)
         if htmx:
             return render(request, "preview/_results.html", {**context, "oob": True})
