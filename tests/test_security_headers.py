@@ -48,7 +48,7 @@ def _assert_no_inline_code(html: str, where: str) -> None:
 
 @pytest.fixture
 def policy(alice):
-    from runtimes.services import policy_create
+    from runtimes.services.policies import policy_create
 
     return policy_create(manifest=new_runtime("headers-demo"), author=alice, message="first")
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runtimes import services
+from runtimes.services import policies as services
 from runtimes.domain.manifest import new_runtime
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
