@@ -8,8 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runtimes.services import policies as services
 from runtimes.domain.manifest import new_runtime
+from runtimes.services import policies as services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

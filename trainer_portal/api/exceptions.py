@@ -5,7 +5,7 @@ Error body shape (all endpoints)::
     {"error": {"code": "invalid", "message": "...", "fields": [{"path": "spec.x", "message": "...", "code": "..."}],
                "status": 400, ...extra}}
 
-Three sources are mapped, nothing else may produce an error body:
+Four sources are mapped, nothing else may produce an error body:
 
 * `trainer_portal.errors.PortalError` (and every app's subclass): its ``status``, ``code``, ``message``,
   ``fields`` and ``extra``.
@@ -13,6 +13,8 @@ Three sources are mapped, nothing else may produce an error body:
   call for good (``permanent``), 503 when it could not answer (transient); ``error.cluster`` holds what the
   Kubernetes API said, and ``fields`` the object paths it named.
 * DRF's own exceptions (validation, authentication, permission, parse, media type, throttling).
+* A database ``OperationalError`` (SQLite locked past its busy timeout, PostgreSQL unreachable): 503 with
+  ``Retry-After``, like every 503 here.
 
 Anything else is a bug and is left to Django (a 500 with the traceback in the log).
 """
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import OperationalError
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from trainer_portal.errors import PortalError
 from trainer_portal.kube.errors import KubeConflict, KubeError
+from trainer_portal.middleware import MESSAGE as DATABASE_UNAVAILABLE
+from trainer_portal.middleware import RETRY_AFTER_SECONDS
 
 CLUSTER_ERROR_CODE = "cluster_error"
 MAX_MESSAGE_LENGTH = 4000
@@ -85,11 +90,19 @@ def _kube_response(exc: KubeError) -> Response:
     return Response(body, status=status)
 
 
+def _retry_after(status: int) -> dict[str, str] | None:
+    # A 503 is temporary by definition: say when to come back.
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+
+
 def exception_handler(exc, context):
     """Return the structured JSON error response for ``exc``, or None to let Django produce a 500."""
     if isinstance(exc, PortalError):
         body = error_body(status=exc.status, code=exc.code, message=exc.message, fields=exc.fields, extra=exc.extra)
-        return Response(body, status=exc.status)
+        return Response(body, status=exc.status, headers=_retry_after(exc.status))
+    if isinstance(exc, OperationalError):  # the database is locked past its timeout, or unreachable
+        body = error_body(status=503, code="unavailable", message=DATABASE_UNAVAILABLE, fields=[])
+        return Response(body, status=503, headers=_retry_after(503))
     if isinstance(exc, KubeError):
         return _kube_response(exc)
     response = drf_exception_handler(exc, context)
