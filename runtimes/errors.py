@@ -157,6 +157,13 @@ class SyncRefused(PolicyError):
     status = 409
 
 
+class SyncNotQueued(PolicyError):
+    """The sync was recorded but the task broker refused its message; the rows are marked failed, retry later."""
+
+    code = "unavailable"
+    status = 503
+
+
 class UnknownPolicies(PolicyError):
     """A bulk action named policies that do not exist; nothing was queued."""
 

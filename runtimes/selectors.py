@@ -6,10 +6,11 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from runtimes.choices import POLICY_ORDERINGS, SyncState
+from runtimes.choices import ACTIVE_SYNC_STATES, POLICY_ORDERINGS, SyncState
 from runtimes.domain.diff import Change, structural_diff, unified_diff
 from runtimes.errors import PolicyNotFound, RevisionNotFound
 from runtimes.models import PolicyRevision, RuntimePolicy
+from trainer_portal.health.selectors import queued_sync_warning
 
 
 def policy_list(
@@ -42,11 +43,21 @@ def policy_list(
 
 
 def policy_get(*, name: str) -> RuntimePolicy:
-    """Return the policy named `name` with creator and last editor joined. Raises PolicyNotFound."""
+    """Return the policy named `name` with creator and last editor joined, and `sync_warning` set (see
+    `policy_sync_warning`). Raises PolicyNotFound."""
     try:
-        return RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
+        policy = RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
     except RuntimePolicy.DoesNotExist:
         raise PolicyNotFound(name)
+    policy.sync_warning = policy_sync_warning(policy=policy)
+    return policy
+
+
+def policy_sync_warning(*, policy: RuntimePolicy) -> str:
+    """Return why `policy`'s queued or syncing sync is not moving (no live worker for a while), or ""."""
+    if policy.sync_state not in ACTIVE_SYNC_STATES:
+        return ""
+    return queued_sync_warning()
 
 
 def policy_frameworks() -> list[str]:

@@ -20,11 +20,13 @@ we read the object, ours fails with a (transient) conflict instead of overwritin
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import KombuError
 
 from runtimes.choices import ACTIVE_SYNC_STATES, LIVE_SYNC_STATES, RevisionSource, SyncState
 from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
@@ -41,7 +43,7 @@ from runtimes.domain.drift import (
 )
 from runtimes.domain.expansion import ExpansionError, expand
 from runtimes.domain.manifest import KIND, strip_server_fields
-from runtimes.errors import PolicyError, SyncRefused, UnknownPolicies
+from runtimes.errors import PolicyError, SyncNotQueued, SyncRefused, UnknownPolicies
 from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
 from runtimes.services.sync_batches import sync_batch_create
 from runtimes.tasks import policies_bulk_sync_task, policy_sync_task
@@ -148,7 +150,8 @@ def policy_sync_request(*, policy: RuntimePolicy, force: bool = False) -> int:
     policy vanished or keeps changing.
     """
     revision = _request(policy)
-    transaction.on_commit(lambda: policy_sync_task.delay(policy.pk, revision, force))
+    transaction.on_commit(lambda: _enqueue(lambda: policy_sync_task.delay(policy.pk, revision, force),
+                                           [(policy.pk, revision)]))
     return revision
 
 
@@ -169,8 +172,25 @@ def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) 
         items = [(policy.pk, _request(policy)) for policy in queryset.only("pk", "name")]
         batch = sync_batch_create(items=items, actor=actor)
         payload = [[policy_id, revision] for policy_id, revision in items]
-        transaction.on_commit(lambda: policies_bulk_sync_task.delay(payload))
+        transaction.on_commit(lambda: _enqueue(lambda: policies_bulk_sync_task.delay(payload), items))
     return batch
+
+
+def _enqueue(send: Callable[[], object], items: list[tuple[int, int]]) -> None:
+    """Publish a sync task with ``send``. When the broker refuses it (Redis down, broker folder missing), mark the
+    ``(policy_id, revision)`` rows still queued for it failed, so none waits for a message that does not exist,
+    and raise SyncNotQueued (503)."""
+    try:
+        send()
+    except (KombuError, OSError) as exc:
+        message = (f"Could not queue: the task broker refused the message ({exc}). Nothing was sent to the "
+                   "cluster; check the broker (CELERY_BROKER_URL) and apply again.")[:MAX_ERROR_LENGTH]
+        logger.error("could not queue the sync of %d policies: %s", len(items), exc)
+        for policy_id, revision in items:
+            RuntimePolicy.objects.filter(
+                pk=policy_id, sync_requested_revision=revision, sync_state=SyncState.QUEUED
+            ).update(sync_state=SyncState.FAILED, last_sync_error=message, sync_error_fields=[])
+        raise SyncNotQueued(message) from exc
 
 
 def policy_requeue_current(*, policy_id: int) -> int | None:

@@ -72,6 +72,15 @@ def test_a_sync_queued_too_long_without_a_live_worker_says_so():
 def test_a_recent_sync_or_a_live_worker_gives_no_warning():
     now = timezone.now()
     assert queued_sync_warning(queued_since=now - timedelta(seconds=20), health=background_health(now=now)) == ""
-    assert queued_sync_warning(queued_since=None, health=background_health(now=now)) == ""
     heartbeat_record(process=Process.WORKER, now=now - timedelta(seconds=5))
     assert queued_sync_warning(queued_since=now - timedelta(hours=2), health=background_health(now=now)) == ""
+
+
+def test_without_a_queue_time_the_worker_must_have_been_gone_long_enough():
+    now = timezone.now()
+    assert queued_sync_warning(health=background_health(now=now)).startswith("Queued, but no worker has ever")
+    heartbeat_record(process=Process.WORKER, now=now - timedelta(seconds=45))  # restarting, not gone
+    assert queued_sync_warning(health=background_health(now=now)) == ""
+    assert queued_sync_warning(health=background_health(now=now + timedelta(minutes=2))) == (
+        "Queued, but no worker has been seen for 2 min: check the Celery worker."
+    )

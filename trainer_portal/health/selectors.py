@@ -59,18 +59,21 @@ def background_health(*, now: datetime | None = None) -> BackgroundHealth:
     )
 
 
-def queued_sync_warning(*, queued_since: datetime | None, health: BackgroundHealth | None = None) -> str:
-    """Return why a sync queued since ``queued_since`` is not moving, or "" when nothing is wrong (yet).
+def queued_sync_warning(*, queued_since: datetime | None = None, health: BackgroundHealth | None = None) -> str:
+    """Return why a queued (or syncing) sync is not moving, or "" when nothing is wrong (yet).
 
-    Only a sync queued longer than ``QUEUED_TOO_LONG`` while no worker is alive gets a message.
+    A message only when no worker is alive and none has been for ``QUEUED_TOO_LONG`` (a worker that is merely
+    restarting does not count), and, when ``queued_since`` is known, the sync has waited that long too.
     """
-    if queued_since is None:
-        return ""
     health = health or background_health()
-    if health.worker_alive or health.now - queued_since < QUEUED_TOO_LONG:
+    if health.worker_alive:
+        return ""
+    if queued_since is not None and health.now - queued_since < QUEUED_TOO_LONG:
         return ""
     if health.worker_last_seen is None:
         return "Queued, but no worker has ever reported in: start the Celery worker."
+    if health.now - health.worker_last_seen < QUEUED_TOO_LONG:
+        return ""
     seconds = int((health.now - health.worker_last_seen).total_seconds())
     return f"Queued, but no worker has been seen for {_span(seconds)}: check the Celery worker."
 
