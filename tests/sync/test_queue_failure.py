@@ -21,8 +21,9 @@ def _closed_port() -> int:
         return sock.getsockname()[1]  # closed again when the socket is: nothing listens there
 
 
-def _use_broker(app, url: str, options: dict) -> None:
-    app.conf.broker_url = url
+def _use_broker(app, url: str | None, options: dict) -> None:
+    # The write URL: publishing uses it, and it wins over a CELERY_BROKER_URL in the environment (CI sets one).
+    app.conf.broker_write_url = url
     app.conf.broker_transport_options = options
     # Drop the connection and producer pools built for the previous broker.
     app._pool = None
@@ -33,7 +34,7 @@ def _use_broker(app, url: str, options: dict) -> None:
 def broken_broker(request, tmp_path):
     from trainer_portal.celery import app
 
-    saved = (app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_always_eager)
+    saved = (app.conf.get("broker_write_url"), app.conf.broker_transport_options, app.conf.task_always_eager)
     app.conf.task_always_eager = False
     if request.param == "redis-down":
         _use_broker(app, f"redis://127.0.0.1:{_closed_port()}/0", {})

@@ -20,6 +20,8 @@ _beat = {"running": False, "recorded": 0.0}
 
 
 def _record(process: str, hostname: str, queue_depth: int | None = None) -> None:
+    from django.db import connections
+
     from .models import Process
     from .services import heartbeat_record
 
@@ -27,6 +29,10 @@ def _record(process: str, hostname: str, queue_depth: int | None = None) -> None
         heartbeat_record(process=Process(process), hostname=hostname, queue_depth=queue_depth)
     except Exception:  # the database may be down; the process must live on and try again next time
         logger.warning("could not record the %s heartbeat", process, exc_info=True)
+    finally:
+        # Never keep a connection open here: the worker's main process forks its pool and the embedded beat, and an
+        # SQLite connection inherited across fork breaks the database's locks ("disk I/O error").
+        connections.close_all()
 
 
 def queue_depth(app, queue: str) -> int | None:
