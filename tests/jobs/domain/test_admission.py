@@ -51,72 +51,73 @@ def _row(state, reason, *args, **kwargs):
 def _rows():
     rows = {}
     job = o.trainjob(suspend=True, queue="lq", conditions=[o.condition("Suspended", True, "Suspended")])
-    rows["kueue queued: suspended, QuotaReserved false"] = (st.QUEUED, "WaitingForQuota", dict(
-        job=job, kueue=o.kueue_workload(job, [o.condition("QuotaReserved", False, "WaitingForQuota",
-                                                          "insufficient quota")])))
-    rows["kueue queued: label set, Kueue Workload not yet created"] = (st.QUEUED, "WaitingForKueue", dict(job=job))
-    rows["kueue quota reserved, admission checks pending"] = (st.QUOTA_RESERVED, "UnsatisfiedAdmissionChecks", dict(
-        job=job, kueue=o.kueue_workload(job, [o.condition("QuotaReserved", True, "QuotaReserved"),
+    rows["kueue queued: suspended, QuotaReserved false"] = (st.QUEUED, "WaitingForQuota", {
+        "job": job, "kueue": o.kueue_workload(job, [o.condition("QuotaReserved", False, "WaitingForQuota",
+                                                          "insufficient quota")])})
+    rows["kueue queued: label set, Kueue Workload not yet created"] = (st.QUEUED, "WaitingForKueue", {"job": job})
+    rows["kueue quota reserved, admission checks pending"] = (st.QUOTA_RESERVED, "UnsatisfiedAdmissionChecks", {
+        "job": job, "kueue": o.kueue_workload(job, [o.condition("QuotaReserved", True, "QuotaReserved"),
                                               o.condition("Admitted", False, "UnsatisfiedAdmissionChecks",
-                                                          "waiting for checks")])))
-    rows["kueue admitted, TrainJob not resumed yet"] = (st.WAITING_FOR_OBJECTS, "AdmittedByKueue", dict(
-        job=job, kueue=o.kueue_workload(job, [o.condition("QuotaReserved", True), o.condition("Admitted", True)])))
+                                                          "waiting for checks")])})
+    rows["kueue admitted, TrainJob not resumed yet"] = (st.WAITING_FOR_OBJECTS, "AdmittedByKueue", {
+        "job": job, "kueue": o.kueue_workload(job, [o.condition("QuotaReserved", True),
+                                                    o.condition("Admitted", True)])})
     resumed = o.trainjob(queue="lq", conditions=[o.condition("Suspended", False, "Resumed")])
     rows["kueue admitted and resumed: no scheduling objects yet"] = (st.WAITING_FOR_OBJECTS, "NoSchedulingObjects",
-                                                                     dict(job=resumed, kueue=o.kueue_workload(
-                                                                         resumed, [o.condition("Admitted", True)])))
+                                                                     {"job": resumed, "kueue": o.kueue_workload(
+                                                                         resumed, [o.condition("Admitted", True)])})
     plain = o.trainjob()
-    rows["no Workload, no PodGroups"] = (st.WAITING_FOR_OBJECTS, "NoSchedulingObjects", dict(job=plain))
-    rows["Workload without its PodGroups yet"] = (st.WAITING_FOR_OBJECTS, "PodGroupsNotCreated", dict(
-        job=plain, wl=o.workload(plain)))
-    rows["pods name a PodGroup that does not exist yet"] = (st.WAITING_FOR_OBJECTS, "PodGroupMissing", dict(
-        job=plain, pods=o.pods(plain, 4, group="llm-not-there-yet")))
+    rows["no Workload, no PodGroups"] = (st.WAITING_FOR_OBJECTS, "NoSchedulingObjects", {"job": plain})
+    rows["Workload without its PodGroups yet"] = (st.WAITING_FOR_OBJECTS, "PodGroupsNotCreated", {
+        "job": plain, "wl": o.workload(plain)})
+    rows["pods name a PodGroup that does not exist yet"] = (st.WAITING_FOR_OBJECTS, "PodGroupMissing", {
+        "job": plain, "pods": o.pods(plain, 4, group="llm-not-there-yet")})
     for version, name in (("v1beta1", SCHEDULED_137), ("v1alpha2", SCHEDULED_136)):
         job, wl, groups, pods = _gang(None, created=2, version=version, name=name)
         rows[f"{version}: gang pending, members still being created"] = (st.GANG_PENDING, "WaitingForMembers",
-                                                                          dict(job=job, wl=wl, groups=groups,
-                                                                               pods=pods))
+                                                                          {"job": job, "wl": wl, "groups": groups,
+                                                                               "pods": pods})
         job, wl, groups, pods = _gang(None, bound=0, version=version, name=name)
-        rows[f"{version}: gang pending, no condition yet, pods unbound"] = (st.GANG_PENDING, "GangPending", dict(
-            job=job, wl=wl, groups=groups, pods=pods))
+        rows[f"{version}: gang pending, no condition yet, pods unbound"] = (st.GANG_PENDING, "GangPending", {
+            "job": job, "wl": wl, "groups": groups, "pods": pods})
         job, wl, groups, pods = _gang(o.condition(name, False, "Unschedulable", "0/8 nodes: insufficient gpu"),
                                       version=version, name=name)
-        rows[f"{version}: unschedulable"] = (st.UNSCHEDULABLE, "Unschedulable", dict(job=job, wl=wl, groups=groups,
-                                                                                      pods=pods))
+        rows[f"{version}: unschedulable"] = (st.UNSCHEDULABLE, "Unschedulable", {"job": job, "wl": wl, "groups": groups,
+                                                                                      "pods": pods})
         job, wl, groups, pods = _gang(o.condition(name, False, "SchedulerError", "plugin failed"), version=version,
                                       name=name)
-        rows[f"{version}: scheduler error"] = (st.UNSCHEDULABLE, "SchedulerError", dict(job=job, wl=wl,
-                                                                                         groups=groups, pods=pods))
+        rows[f"{version}: scheduler error"] = (st.UNSCHEDULABLE, "SchedulerError", {
+            "job": job, "wl": wl, "groups": groups, "pods": pods})
         job, wl, groups, pods = _gang(True, bound=4, version=version, name=name)
-        rows[f"{version}: gang admitted (condition True, all bound)"] = (st.ADMITTED, "GangScheduled", dict(
-            job=job, wl=wl, groups=groups, pods=pods))
+        rows[f"{version}: gang admitted (condition True, all bound)"] = (st.ADMITTED, "GangScheduled", {
+            "job": job, "wl": wl, "groups": groups, "pods": pods})
         job, wl, groups, pods = _gang(True, bound=4, running=4, version=version, name=name)
-        rows[f"{version}: running"] = (st.RUNNING, "Running", dict(job=job, wl=wl, groups=groups, pods=pods))
+        rows[f"{version}: running"] = (st.RUNNING, "Running", {"job": job, "wl": wl, "groups": groups, "pods": pods})
         job, wl, groups, pods = _gang(True, bound=4, running=4, version=version, name=name, extra_conditions=[
             o.condition("DisruptionTarget", True, "PreemptionByScheduler", "preempted by team-b/big")])
-        rows[f"{version}: disrupted"] = (st.PREEMPTED, "PreemptionByScheduler", dict(job=job, wl=wl, groups=groups,
-                                                                                      pods=pods))
+        rows[f"{version}: disrupted"] = (st.PREEMPTED, "PreemptionByScheduler", {"job": job, "wl": wl, "groups": groups,
+                                                                                      "pods": pods})
     job, wl, groups, pods = _gang(None, bound=4)
-    rows["all members bound before the condition is written"] = (st.ADMITTED, "GangScheduled", dict(
-        job=job, wl=wl, groups=groups, pods=pods))
+    rows["all members bound before the condition is written"] = (st.ADMITTED, "GangScheduled", {
+        "job": job, "wl": wl, "groups": groups, "pods": pods})
     job, wl, groups, pods = _gang(True, bound=2)
-    rows["1.37 condition is terminal: evicted members make it pending again"] = (st.GANG_PENDING, "GangPending", dict(
-        job=job, wl=wl, groups=groups, pods=pods))
+    rows["1.37 condition is terminal: evicted members make it pending again"] = (st.GANG_PENDING, "GangPending", {
+        "job": job, "wl": wl, "groups": groups, "pods": pods})
     evicted = o.trainjob(suspend=True, queue="lq")
-    rows["kueue evicted (preempted in the ClusterQueue)"] = (st.PREEMPTED, "InClusterQueue", dict(
-        job=evicted, kueue=o.kueue_workload(evicted, [o.condition("Evicted", True, "Preempted"),
+    rows["kueue evicted (preempted in the ClusterQueue)"] = (st.PREEMPTED, "InClusterQueue", {
+        "job": evicted, "kueue": o.kueue_workload(evicted, [o.condition("Evicted", True, "Preempted"),
                                                       o.condition("Preempted", True, "InClusterQueue"),
-                                                      o.condition("QuotaReserved", False)])))
+                                                      o.condition("QuotaReserved", False)])})
     done = o.trainjob(conditions=[o.condition("Complete", True, "AllJobsCompleted", "jobset completed")])
-    rows["complete"] = (st.SUCCEEDED, "AllJobsCompleted", dict(job=done))
+    rows["complete"] = (st.SUCCEEDED, "AllJobsCompleted", {"job": done})
     failed = o.trainjob(conditions=[o.condition("Failed", True, "DeadlineExceeded", "deadline")])
-    rows["failed"] = (st.FAILED, "DeadlineExceeded", dict(job=failed))
-    job, wl, groups, pods = _gang(True, bound=4, running=4, job_kwargs=dict(
-        conditions=[o.condition("Failed", True, "FailedJobs"), o.condition("Complete", True)]))
-    rows["failed outranks complete and running"] = (st.FAILED, "FailedJobs", dict(job=job, wl=wl, groups=groups,
-                                                                                  pods=pods))
+    rows["failed"] = (st.FAILED, "DeadlineExceeded", {"job": failed})
+    job, wl, groups, pods = _gang(True, bound=4, running=4, job_kwargs={
+        "conditions": [o.condition("Failed", True, "FailedJobs"), o.condition("Complete", True)]})
+    rows["failed outranks complete and running"] = (st.FAILED, "FailedJobs", {"job": job, "wl": wl, "groups": groups,
+                                                                                  "pods": pods})
     paused = o.trainjob(suspend=True, conditions=[o.condition("Suspended", True, "Suspended")])
-    rows["suspended, no Kueue"] = (st.SUSPENDED, "Suspended", dict(job=paused))
+    rows["suspended, no Kueue"] = (st.SUSPENDED, "Suspended", {"job": paused})
     return rows
 
 
@@ -161,7 +162,7 @@ def test_v24_lifecycle_from_submit_to_finish():
 
 
 def test_a_suspended_job_whose_controller_keeps_its_podgroups_is_still_suspended():
-    job, wl, groups, pods = _gang(True, bound=0, created=0, job_kwargs=dict(suspend=True))
+    job, wl, groups, pods = _gang(True, bound=0, created=0, job_kwargs={"suspend": True})
 
     assert _tree(job, wl, groups, pods).state == st.SUSPENDED
 
