@@ -217,6 +217,9 @@ TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.
 SCHEDULING_COMPOSITE_ENABLED = env_bool("TRAINER_PORTAL_COMPOSITE_ENABLED", False)
 SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_REPLICAS", "1"))
 
+# TrainJob tracking: finished and deleted TrainJobs are kept this many days, then pruned by the tracker.
+JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30"))
+
 # --- Production hardening ----------------------------------------------------------------------------
 if not EMBEDDED:
     SESSION_COOKIE_SECURE = True
