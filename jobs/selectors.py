@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
 from trainer_portal import roles
@@ -229,11 +229,44 @@ def trainjob_get(*, user, namespace: str, name: str) -> TrainJob:
     """
     if not visible_namespaces(user).allows(namespace):
         raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
+    # The live one first (no gone_at), then the most recently gone.
     job = (TrainJob.objects.filter(namespace=namespace, name=name)
-           .order_by(Q(gone_at__isnull=False), "-submitted_at", "-id").first())
+           .order_by(F("gone_at").desc(nulls_first=True), "-submitted_at", "-id").first())
     if job is None:
         raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
     return job
+
+
+@dataclass
+class TrainJobDetail:
+    """A TrainJob row with what its detail view adds: timeline, time to admission, explanation, tracking."""
+
+    job: TrainJob
+    timeline: list[TrainJobTransition]
+    time_to_admission_seconds: float | None
+    explanation: dict | None
+    tracking: TrackingStatus
+
+    def __getattr__(self, name: str):
+        # The row's own fields read straight through (serializers treat a detail like the row).
+        return getattr(self.job, name)
+
+
+def trainjob_detail(*, user, namespace: str, name: str) -> TrainJobDetail:
+    """Return the visible TrainJob with its timeline and explanation. Raises TrainJobNotFound."""
+    job = trainjob_get(user=user, namespace=namespace, name=name)
+    wait = (job.admitted_at - job.submitted_at).total_seconds() if job.admitted_at else None
+    return TrainJobDetail(job, trainjob_timeline(job), max(wait, 0.0) if wait is not None else None,
+                          trainjob_explanation(job), tracking_status())
+
+
+def trainjob_explanation(job: TrainJob) -> dict | None:
+    """Return why ``job`` waits, from the placement engine on the live snapshot (None when it does not wait)."""
+    if job.state not in states.WAITING_STATES or job.gone_at is not None:
+        return None
+    return {"available": False, "fits": None, "message": "no live cluster snapshot to explain the wait with",
+            "need": "", "bestDomain": None, "have": None, "excluded": {}, "alternatives": [], "holders": [],
+            "snapshotAgeSeconds": None}
 
 
 def trainjob_timeline(job: TrainJob) -> list[TrainJobTransition]:

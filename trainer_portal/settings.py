@@ -172,6 +172,11 @@ SPECTACULAR_SETTINGS = {
     # The schema holds no data, but every page checks who is asking: any portal role may read it.
     "SERVE_PERMISSIONS": ["trainer_portal.permissions.IsViewer"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two fields are named "state" (policy sync state, TrainJob admission state): name both enums explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "StateEnum": "runtimes.choices.SyncState",
+        "AdmissionStateEnum": "jobs.choices.AdmissionState",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------------------------------
