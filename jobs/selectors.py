@@ -52,6 +52,7 @@ SORTS: dict[str, tuple[str, bool]] = {
     "-state": ("state", True),
 }
 DEFAULT_SORT = "-submitted"
+LIST_DEFERRED = ("pods", "events", "workload", "kueue", "resources_per_node")
 
 
 # -- visibility ----------------------------------------------------------------------------------------------------
@@ -213,7 +214,8 @@ def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[s
         else:
             queryset = queryset.filter(Q(**{f"{field_name}__gt": value}) | Q(**{field_name: value, "id__gt": row_id}))
     prefix = "-" if descending else ""
-    rows = list(queryset.order_by(f"{prefix}{field_name}", f"{prefix}id")[: limit + 1])
+    # The tree (pods, events, Workload) is for the detail view; a list row needs none of it.
+    rows = list(queryset.defer(*LIST_DEFERRED).order_by(f"{prefix}{field_name}", f"{prefix}id")[: limit + 1])
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
@@ -285,12 +287,14 @@ def trainjob_summary(*, user, namespace: str | None = None) -> dict[str, int]:
 
 def trainjobs_for_runtime(*, user, runtime: str, limit: int = 100) -> list[TrainJob]:
     """Return the visible, not-gone TrainJobs that use runtime ``runtime``, newest first (at most ``limit``)."""
-    return list(trainjob_queryset(user=user, runtime=runtime).order_by("-submitted_at", "-id")[:limit])
+    return list(trainjob_queryset(user=user, runtime=runtime).defer(*LIST_DEFERRED)
+                .order_by("-submitted_at", "-id")[:limit])
 
 
 def longest_waiting(*, user, limit: int = 10) -> list[TrainJob]:
     """Return the visible jobs waiting for admission longest (oldest ``since`` first)."""
-    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES)).order_by("since", "id")[:limit])
+    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES)).defer(*LIST_DEFERRED)
+                .order_by("since", "id")[:limit])
 
 
 # -- live updates -------------------------------------------------------------------------------------------------
@@ -342,7 +346,8 @@ def tracking_status(*, now: dt.datetime | None = None) -> TrackingStatus:
     return TrackingStatus(False, None, "", **common)
 
 
-def trainjob_change_token(*, user, namespace: str | None = None, extra: str = "") -> str:
+def trainjob_change_token(*, user, namespace: str | None = None, extra: str = "",
+                          tracking: TrackingStatus | None = None) -> str:
     """Return a short token that changes whenever anything the user could see changes (rows or tracker health).
 
     Two queries; cheap enough to answer conditional polls (ETag / If-None-Match). ``extra`` (e.g. the request's
@@ -353,7 +358,7 @@ def trainjob_change_token(*, user, namespace: str | None = None, extra: str = ""
     if namespace:
         queryset = queryset.filter(namespace=namespace)
     aggregate = queryset.aggregate(seq=Max("change_seq"), n=Count("id"))
-    tracking = tracking_status()
+    tracking = tracking or tracking_status()
     raw = f"{aggregate['seq'] or 0}:{aggregate['n']}:{visibility.fingerprint()}:{tracking.stale}:{tracking.why}:{extra}"
     return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 

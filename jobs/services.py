@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -154,7 +154,7 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
         if created:
             TrainJob.objects.bulk_create(created, batch_size=BATCH_SIZE)
         if updated:
-            TrainJob.objects.bulk_update(updated, UPDATED_FIELDS, batch_size=BATCH_SIZE)
+            _update_rows(updated, UPDATED_FIELDS)
         if transitions:
             missing_ids = [row.uid for row, _, _ in transitions if row.pk is None]
             if missing_ids:  # backends that do not return ids from bulk INSERT
@@ -168,6 +168,23 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
                 for row, previous, record in transitions], batch_size=BATCH_SIZE)
         result.created, result.updated, result.transitions = len(created), len(updated), len(transitions)
     return result
+
+
+def _update_rows(rows: Sequence[TrainJob], names: Sequence[str]) -> None:
+    """UPDATE ``names`` of every row by primary key with one prepared statement (executemany).
+
+    Django's ``bulk_update`` builds one CASE expression per field and row; for the tracker's batches of hundreds
+    of rows × 27 fields that cost seconds of CPU per flush, this costs milliseconds.
+    """
+    fields = [TrainJob._meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    # Only model column names (never input) are interpolated; every value is a bound parameter.
+    sql = f"UPDATE {quote(TrainJob._meta.db_table)} SET {assignments} WHERE {quote('id')} = %s"  # noqa: S608
+    params = [[field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields] + [row.pk]
+              for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 GONE_REASON = "Deleted"
@@ -212,8 +229,7 @@ def _mark_gone(queryset, now: dt.datetime) -> int:
                                                       reason=GONE_REASON, message=GONE_MESSAGE, at=now, seq=seq))
                 row.state, row.reason, row.message, row.since = states.UNKNOWN, GONE_REASON, GONE_MESSAGE, now
             seq += 1
-        TrainJob.objects.bulk_update(rows, ["gone_at", "change_seq", "updated_at", "state", "reason", "message",
-                                            "since"], batch_size=BATCH_SIZE)
+        _update_rows(rows, ("gone_at", "change_seq", "updated_at", "state", "reason", "message", "since"))
         TrainJobTransition.objects.bulk_create(transitions, batch_size=BATCH_SIZE)
     return len(rows)
 

@@ -46,8 +46,8 @@ def _parse(serializer_class, request) -> dict:
 class ConditionalMixin:
     """Answer 304 when the caller's If-None-Match equals the current change token."""
 
-    def _etag(self, request, namespace: str | None = None) -> str:
-        token = selectors.trainjob_change_token(user=request.user, namespace=namespace,
+    def _etag(self, request, tracking, namespace: str | None = None) -> str:
+        token = selectors.trainjob_change_token(user=request.user, namespace=namespace, tracking=tracking,
                                                 extra=f"{request.path}?{request.META.get('QUERY_STRING', '')}")
         return f'W/"{token}"'
 
@@ -72,7 +72,8 @@ class TrainJobListApi(ConditionalMixin, APIView):
     )
     def get(self, request):
         query = _parse(s.ListQuerySerializer, request)
-        etag = self._etag(request, query.get("namespace"))
+        tracking = selectors.tracking_status()
+        etag = self._etag(request, tracking, query.get("namespace"))
         if self._not_modified(request, etag):
             return Response(status=304, headers={"ETag": etag})
         try:
@@ -89,7 +90,7 @@ class TrainJobListApi(ConditionalMixin, APIView):
             params["cursor"] = page.next_cursor
             next_url = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
         data = s.TrainJobPageSerializer({"items": page.items, "next": next_url, "cursor": page.next_cursor,
-                                         "tracking": selectors.tracking_status()}).data
+                                         "tracking": tracking}).data
         return Response(data, headers={"ETag": etag})
 
 
@@ -107,12 +108,13 @@ class TrainJobSummaryApi(ConditionalMixin, APIView):
     )
     def get(self, request):
         query = _parse(s.SummaryQuerySerializer, request)
-        etag = self._etag(request, query.get("namespace"))
+        tracking = selectors.tracking_status()
+        etag = self._etag(request, tracking, query.get("namespace"))
         if self._not_modified(request, etag):
             return Response(status=304, headers={"ETag": etag})
         counts = selectors.trainjob_summary(user=request.user, namespace=query.get("namespace"))
         data = s.SummarySerializer({"counts": counts, "total": sum(counts.values()),
-                                    "tracking": selectors.tracking_status()}).data
+                                    "tracking": tracking}).data
         return Response(data, headers={"ETag": etag})
 
 

@@ -108,6 +108,8 @@ class OwnershipIndex:
         self._events_by_object: dict[str, dict[str, dict]] = defaultdict(dict)
         self._links: dict[str, list[tuple[dict, object, str]]] = {}
         self._kind_of_uid: dict[str, str] = {}
+        # TrainJob owner UIDs per object, parsed once when the object arrives (read on every recompute).
+        self._trainjob_owners: dict[str, tuple[str, ...]] = {}
 
     # -- counts -------------------------------------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class OwnershipIndex:
             return {uid}
         if obj is None or _depth > 4:
             return set()
-        result = set(sig.trainjob_owner_uids(obj))
+        result = set(self._trainjob_owners.get(uid, ()))
         namespace = sig.namespace_of(obj)
         if kind == WORKLOAD:
             name = sig.controller_ref_trainjob(obj)
@@ -294,10 +296,9 @@ class OwnershipIndex:
         name = sig.name_of(obj)
         return f"{kind}:{sig.namespace_of(obj)}/{name}" if name else ""
 
-    @staticmethod
-    def _foreign(obj: dict, job_uid: str) -> bool:
+    def _foreign(self, obj: dict, job_uid: str) -> bool:
         """True when ``obj``'s controlling TrainJob owner is a different TrainJob."""
-        owners = sig.trainjob_owner_uids(obj)
+        owners = self._trainjob_owners.get(self._key("", obj)) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
         return bool(owners) and job_uid not in owners
 
     def _pod_jobsets(self, pod: dict) -> set[str]:
@@ -325,6 +326,9 @@ class OwnershipIndex:
     def _add(self, kind: str, uid: str, obj: dict) -> None:
         self.objects[kind][uid] = obj
         self._kind_of_uid[uid] = kind
+        owners = tuple(sig.trainjob_owner_uids(obj))
+        if owners:
+            self._trainjob_owners[uid] = owners
         namespace, name = sig.namespace_of(obj), sig.name_of(obj)
         links: list[tuple[dict, object, str]] = []
         if kind in self._named and name:
@@ -393,4 +397,5 @@ class OwnershipIndex:
         if obj is None:
             return
         self._kind_of_uid.pop(uid, None)
+        self._trainjob_owners.pop(uid, None)
         self._drop_links(uid)
