@@ -90,6 +90,7 @@ class AdmissionHandler:
         self.events = 0
         self._last_heartbeat = float("-inf")
         self._last_prune = float("-inf")
+        self._watch_marks: dict[object, tuple[int, tuple[int, int, int], str]] = {}
 
     # -- hub interface ------------------------------------------------------------------------------------------
 
@@ -132,14 +133,25 @@ class AdmissionHandler:
         self.leader_since = timezone.now()
 
     def watch_state(self, watched: dict, unserved: dict) -> None:
-        """Optional hub hook: which kinds are watched (``{kind: WatchStats}``) and which are not served.
+        """Optional hub hook: the watched kinds (``{kind: WatchStats}``) and the unserved ones.
 
-        Used to know when the first sync is complete and whether the cluster is reachable.
+        Tells when the first sync is complete (every watched kind listed) and whether the cluster is reachable: a
+        kind whose error count grew while it made no progress (no event, list or bookmark) is failing; any
+        progress clears it.
         """
         self.served = {KIND_NAMES[k] for k in watched if k in KIND_NAMES}
-        errors = [getattr(stats, "last_error", "") for stats in watched.values()
-                  if getattr(stats, "errors", 0) and getattr(stats, "last_error", "")]
-        self.watch_error = errors[0] if errors else ""
+        failing = ""
+        for kind, stats in watched.items():
+            errors = getattr(stats, "errors", 0)
+            progress = (getattr(stats, "events", 0), getattr(stats, "relists", 0), getattr(stats, "bookmarks", 0))
+            before_errors, before_progress, error = self._watch_marks.get(kind, (0, progress, ""))
+            if progress != before_progress:
+                error = ""
+            elif errors > before_errors:
+                error = getattr(stats, "last_error", "") or "watch failing"
+            self._watch_marks[kind] = (errors, progress, error)
+            failing = failing or error
+        self.watch_error = failing
 
     def flush(self, *, leader: bool) -> None:
         """Write the dirty jobs (only as leader, and only once the first list of every served kind arrived)."""

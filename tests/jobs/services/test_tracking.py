@@ -194,3 +194,27 @@ def test_retention_prunes_only_old_finished_or_gone_jobs(handler):
     assert services.prune_finished(now=now, days=30) == 1
     assert list(TrainJob.objects.values_list("name", flat=True)) == ["running"]
     assert not TrainJobTransition.objects.filter(job__name="old-done").exists()
+
+
+class Stats:
+    def __init__(self, **counts):
+        self.events = self.relists = self.bookmarks = self.errors = 0
+        self.last_error = ""
+        self.__dict__.update(counts)
+
+
+def test_the_hub_s_watch_state_marks_the_cluster_unreachable_until_progress(handler, clock):
+    handler.watch_state({kinds.POD: Stats(relists=1)}, {})
+    handler.flush(leader=True)
+    assert TrackerStatus.objects.get().connected
+
+    handler.watch_state({kinds.POD: Stats(relists=1, errors=2, last_error="connection refused")}, {})
+    clock.now += 5
+    handler.flush(leader=True)
+    status = TrackerStatus.objects.get()
+    assert not status.connected and "connection refused" in status.last_error
+
+    handler.watch_state({kinds.POD: Stats(relists=2, errors=2, last_error="connection refused")}, {})
+    clock.now += 5
+    handler.flush(leader=True)
+    assert TrackerStatus.objects.get().connected
