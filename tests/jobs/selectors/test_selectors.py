@@ -100,6 +100,7 @@ def test_grants_are_created_validated_and_removed(dana):
     from jobs.errors import InvalidGrant
 
     Group.objects.get_or_create(name="team-a-ml")
+    assert selectors.visible_namespaces(dana).namespaces == {"team-a"}
     services.namespace_grant_create(group_name="team-a-ml", namespace="team-c")
     del dana._jobs_visibility  # as in a new request
     assert selectors.visible_namespaces(dana).namespaces == {"team-a", "team-c"}
