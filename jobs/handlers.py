@@ -205,10 +205,11 @@ class AdmissionHandler:
         # While a full reconcile is pending (a standby, or before the first write) every job is recomputed
         # anyway: only the versions are kept, so a standby's sets do not grow with every event.
         track = not self.full
+        jobs = self.index.objects[ownership.TRAINJOB]
         for uid in affected:
             if track:
                 self.dirty.add(uid)
-            if resource_version:
+            if resource_version and uid in jobs:
                 self.observed[uid] = _newer(resource_version, self.observed.get(uid, ""))
 
     def _is_synced(self, now: float) -> bool:
