@@ -1,7 +1,8 @@
 """Writes of the admission tracker: TrainJob rows, their transitions, gone marks, retention and tracker health.
 
 Only the cluster-watch process holding the Lease calls these (``jobs.handlers``). Rules:
-- A row is written only when something it shows changed (``JobRecord.comparable``): a no-op event writes nothing.
+- A row is written only when something it shows changed (``JobRecord.digest`` of what it shows, kept in the row):
+  a no-op event writes nothing.
 - Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction.
 - An older observation never overwrites a newer one: ``observed_version`` is compared with the row's
   ``resource_version`` numerically when both are decimal (etcd revisions); otherwise the later delivery wins.
