@@ -2,11 +2,12 @@
 
 `start_controllers(api_url, kube_version=..., stop=...)` starts, as daemon threads: shared informers (nodes, pods,
 PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes), the Trainer TrainJob controller, the gang
-scheduler, the kubelet simulation and, when enabled, the demo workload generator. It returns at once; everything
-stops when `stop` is set. A controller error is logged and retried with backoff, never raised to the caller.
+scheduler, the PodGroup protection controller, the kubelet simulation and, when enabled, the demo workload
+generator. It returns at once; everything stops when `stop` is set. A controller error is logged and retried with
+backoff, never raised to the caller.
 
 Modules: `client` (JSON HTTP + watch), `informer` (caches + loops), `fit` (pure placement core, `try_place`),
-`scheduler`, `trainer` (+ `podspec`), `kubelet`, `generator`, `common`, `resources` (quantities).
+`scheduler`, `trainer` (+ `expansion`, `podspec`), `protection`, `kubelet`, `generator`, `common`, `resources`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Controllers:
     scheduler: object | None = None
     trainer: object | None = None
     kubelet: object | None = None
+    protection: object | None = None
     generator: object | None = None
 
     def wait_synced(self, timeout: float = 10.0) -> bool:
@@ -56,14 +58,9 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     from sandbox.controllers.generator import Generator
     from sandbox.controllers.informer import Informer
     from sandbox.controllers.kubelet import Kubelet
+    from sandbox.controllers.protection import PodGroupProtection
     from sandbox.controllers.scheduler import GangScheduler
-
-    try:
-        from sandbox.controllers.trainer import TrainerController
-    except ImportError:
-        # The trainer needs the portal's pure expansion code; if that is broken, still run the rest of the cluster.
-        log.exception("the TrainJob controller cannot start (runtimes.domain.expansion failed to import)")
-        TrainerController = None
+    from sandbox.controllers.trainer import TrainerController
 
     Client(api_url)  # validates the URL early
     flavour = flavour_for(kube_version)
@@ -81,10 +78,11 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     handles = Controllers(informers=informers)
     handles.scheduler = GangScheduler(api_url, flavour, stop, nodes=informers["nodes"], pods=informers["pods"],
                                       pod_groups=informers["podgroups"])
-    if TrainerController is not None:
-        handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
-                                            cluster_runtimes=informers["clustertrainingruntimes"],
-                                            runtimes=informers["trainingruntimes"], pods=informers["pods"])
+    handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
+                                        cluster_runtimes=informers["clustertrainingruntimes"],
+                                        runtimes=informers["trainingruntimes"], pods=informers["pods"])
+    handles.protection = PodGroupProtection(api_url, flavour, stop, pods=informers["pods"],
+                                            pod_groups=informers["podgroups"])
     handles.kubelet = Kubelet(api_url, stop, pods=informers["pods"], trainjobs=informers["trainjobs"],
                               start_delay=pod_start_delay)
     if _generator_enabled(generator):
@@ -93,7 +91,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     # Handlers are registered above, before any informer thread delivers its first list.
     for informer in informers.values():
         informer.start()
-    for controller in (handles.scheduler, handles.trainer, handles.kubelet, handles.generator):
+    for controller in (handles.scheduler, handles.trainer, handles.protection, handles.kubelet, handles.generator):
         if controller is not None:
             controller.start()
     log.info("sandbox controllers started against %s (Kubernetes %s, generator %s)", api_url, kube_version,

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from runtimes.domain.expansion import ExpansionError, expand
 from sandbox.controllers.client import ApiError, Client
 from sandbox.controllers.common import (
     DURATION_ANNOTATION,
@@ -35,6 +34,7 @@ from sandbox.controllers.common import (
     meta,
     trainjob_path,
 )
+from sandbox.controllers.expansion import PlanError, plan_for
 from sandbox.controllers.fit import try_place
 from sandbox.controllers.informer import Informer
 from sandbox.controllers.podspec import build_pod
@@ -117,31 +117,26 @@ def make_trainjob(runtime: dict, index: int, rng: random.Random, config: Generat
 def fits_empty_cluster(job: dict, runtime: dict, nodes: list[dict]) -> bool:
     """Return True when every PodGroup of `job` (and every ungrouped pod) fits `nodes` with nothing running.
 
-    Uses the expansion and the sandbox scheduler's own `try_place`, so a generated job can always run eventually.
+    Uses the controller's plan and the scheduler's own `try_place`, so a generated job can always run eventually.
     Returns False when the runtime cannot be expanded for this job.
     """
-    tj_meta = meta(job)
-    trainer = (job.get("spec") or {}).get("trainer") or {}
     try:
-        expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta["namespace"],
-                           num_nodes=trainer.get("numNodes"), resources_per_node=trainer.get("resourcesPerNode"))
-    except ExpansionError:
+        plan = plan_for(runtime, job)
+    except PlanError:
         return False
-    for pod_set in expansion.pod_sets:
-        for job_index in range(pod_set.replicas):
-            group_name = expansion.pod_group_for(pod_set.replicated_job, job_index)
-            if group_name is None:
-                pod = build_pod(job, runtime, pod_set.replicated_job, job_index, 0, pod_set.resources_per_pod, None)
+    for rjob in plan.replicated_jobs:
+        for job_index in range(rjob.replicas):
+            if plan.group_for(rjob.name, job_index) is None:
+                pod = build_pod(job, runtime, rjob.name, job_index, 0, rjob.resources, None)
                 if not try_place([pod], nodes, [], None).fits:
                     return False
-    for group in expansion.leaf_groups:
+    for group in plan.groups:
         if group.policy != "gang":
             continue
-        pods = [build_pod(job, runtime, pod_set.replicated_job, job_index, pod_index, pod_set.resources_per_pod,
-                          group.name)
-                for pod_set in expansion.pod_sets if pod_set.replicated_job in group.replicated_jobs
-                for job_index in range(pod_set.replicas) if group.job_index in (None, job_index)
-                for pod_index in range(pod_set.pods_per_replica)]
+        pods = [build_pod(job, runtime, rjob.name, job_index, pod_index, rjob.resources, group.name)
+                for rjob in plan.replicated_jobs if rjob.name in group.replicated_jobs
+                for job_index in range(rjob.replicas) if group.job_index in (None, job_index)
+                for pod_index in range(rjob.pods_per_job)]
         if not try_place(pods, nodes, [], group.topology_key).fits:
             return False
     return True

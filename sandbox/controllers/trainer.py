@@ -1,16 +1,17 @@
 """The simulated Kubeflow Trainer TrainJob controller (plus what JobSet and Job would do underneath).
 
-For each TrainJob referencing a (Cluster)TrainingRuntime it expands the runtime with the pure
-`runtimes.domain.expansion` module, then creates, in order, the scheduling Workload, its PodGroups
+For each TrainJob referencing a (Cluster)TrainingRuntime it plans the runtime with its own `expansion` module
+(the upstream controller's rules), then creates, in order, the scheduling Workload, its PodGroups
 (ownerReferences: the TrainJob as controller, plus the Workload) and one Pod per (ReplicatedJob, Job, pod) with
-`spec.schedulingGroup.podGroupName`. It keeps `status.jobsStatus` and the `Suspended`, `Complete` and `Failed`
-conditions up to date.
+`spec.schedulingGroup.podGroupName`. Workload and PodGroup names are salted with the TrainJob UID and its
+incarnation (the last resume), so they are found only through ownerReferences / `spec.controllerRef`. It keeps
+`status.jobsStatus` and the `Suspended`, `Complete` and `Failed` conditions up to date.
 
 Decisions:
 - A missing runtime is not terminal: the TrainJob waits (the portal may sync the runtime later), and a Warning
-  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the expansion
+  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the plan
   rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
-- The expansion is computed once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
+- The runtime is read once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
 - Suspend deletes the pods but keeps the Workload and PodGroups (KEP test plan); resume re-creates the pods.
 - `dependsOn` / startup order is not simulated: all pods are created at once.
 - A failed pod fails the TrainJob (JobSet's default failure policy, no restarts); on Complete or Failed the
@@ -25,9 +26,9 @@ import logging
 import threading
 import time
 
-from runtimes.domain.expansion import Expansion, ExpansionError, expand
 from sandbox.controllers.client import ApiError, Client
 from sandbox.controllers.common import (
+    COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     REPLICATED_JOB_LABEL,
     TRAINER_GROUP_VERSION,
@@ -43,6 +44,7 @@ from sandbox.controllers.common import (
     trainjob_path,
     with_condition,
 )
+from sandbox.controllers.expansion import Plan, PlanError, plan_for
 from sandbox.controllers.informer import Informer, Loop, object_key
 from sandbox.controllers.podspec import build_pod, pod_name
 
@@ -58,7 +60,7 @@ def _ready(pod: dict) -> bool:
     )
 
 
-def jobs_status(expansion: Expansion, pods: list[dict], suspended: bool) -> list[dict]:
+def jobs_status(plan: Plan, pods: list[dict], suspended: bool) -> list[dict]:
     """Return TrainJob `status.jobsStatus`: per ReplicatedJob, counts of its Jobs (replicas) by state.
 
     A Job is succeeded when all its pods Succeeded, failed when one Failed, ready when every pod is Ready or
@@ -69,38 +71,53 @@ def jobs_status(expansion: Expansion, pods: list[dict], suspended: bool) -> list
         labels = meta(pod).get("labels") or {}
         by_job.setdefault((labels.get(REPLICATED_JOB_LABEL, ""), labels.get(JOB_INDEX_LABEL, "")), []).append(pod)
     result = []
-    for pod_set in expansion.pod_sets:
+    for rjob in plan.replicated_jobs:
         counts = {"ready": 0, "active": 0, "succeeded": 0, "failed": 0, "suspended": 0}
-        for job_index in range(pod_set.replicas):
-            job_pods = by_job.get((pod_set.replicated_job, str(job_index)), [])
+        for job_index in range(rjob.replicas):
+            job_pods = by_job.get((rjob.name, str(job_index)), [])
             phases = [(p.get("status") or {}).get("phase") for p in job_pods]
             if suspended and not any(phase in ("Succeeded", "Failed") for phase in phases):
                 counts["suspended"] += 1
             elif "Failed" in phases:
                 counts["failed"] += 1
-            elif pod_set.pods_per_replica and phases.count("Succeeded") >= pod_set.pods_per_replica:
+            elif rjob.pods_per_job and phases.count("Succeeded") >= rjob.pods_per_job:
                 counts["succeeded"] += 1
             else:
                 if job_pods and sum(1 for p in job_pods if _ready(p) or
-                                    (p.get("status") or {}).get("phase") == "Succeeded") >= pod_set.pods_per_replica:
+                                    (p.get("status") or {}).get("phase") == "Succeeded") >= rjob.pods_per_job:
                     counts["ready"] += 1
                 if any(not is_terminal(p) for p in job_pods):
                     counts["active"] += 1
-        result.append({"name": pod_set.replicated_job, **counts})
+        result.append({"name": rjob.name, **counts})
     return result
 
 
-def is_complete(runtime: dict, expansion: Expansion, status: list[dict]) -> bool:
+def is_complete(runtime: dict, plan: Plan, status: list[dict]) -> bool:
     """Return True when the JobSet success policy is met (default: every Job of every ReplicatedJob succeeded)."""
     policy = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("successPolicy") or {}
-    targets = set(policy.get("targetReplicatedJobs") or [p.replicated_job for p in expansion.pod_sets])
+    targets = set(policy.get("targetReplicatedJobs") or [r.name for r in plan.replicated_jobs])
     by_name = {s["name"]: s for s in status}
-    relevant = [p for p in expansion.pod_sets if p.replicated_job in targets]
+    relevant = [r for r in plan.replicated_jobs if r.name in targets]
     if not relevant:
         return False
     if policy.get("operator") == "Any":
-        return any(by_name[p.replicated_job]["succeeded"] > 0 for p in relevant)
-    return all(by_name[p.replicated_job]["succeeded"] >= p.replicas for p in relevant)
+        return any(by_name[r.name]["succeeded"] > 0 for r in relevant)
+    return all(by_name[r.name]["succeeded"] >= r.replicas for r in relevant)
+
+
+def incarnation_of(trainjob: dict) -> str:
+    """Return what distinguishes this run of the TrainJob from earlier ones: the time it was last resumed, or ""."""
+    resumed = find_condition(trainjob, "Suspended")
+    if resumed and resumed.get("status") == "False":
+        return resumed.get("lastTransitionTime") or ""
+    return ""
+
+
+def pod_slot(pod: dict) -> tuple[str, str, str]:
+    """Return (ReplicatedJob, Job index, completion index) of a TrainJob pod."""
+    labels = meta(pod).get("labels") or {}
+    return (labels.get(REPLICATED_JOB_LABEL, ""), labels.get(JOB_INDEX_LABEL, ""),
+            labels.get(COMPLETION_INDEX_LABEL, ""))
 
 
 class TrainerController:
@@ -111,9 +128,9 @@ class TrainerController:
         self.client = Client(api_url, user_agent="sandbox-trainer")
         self.flavour = flavour
         self.trainjobs, self.cluster_runtimes, self.runtimes, self.pods = trainjobs, cluster_runtimes, runtimes, pods
-        # TrainJob UID -> (runtime as read when first reconciled, its expansion): computed once, kept.
-        self._plans: dict[str, tuple[dict, Expansion]] = {}
-        self._scheduling_created: set[str] = set()  # TrainJob UIDs whose Workload + PodGroups exist
+        # TrainJob UID -> the runtime as read when first reconciled: kept, so runtime edits affect later jobs only.
+        self._runtimes_read: dict[str, dict] = {}
+        self._scheduling_created: set[tuple[str, str]] = set()  # (UID, incarnation) whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
         self._warned: set[str] = set()
         self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
@@ -133,8 +150,8 @@ class TrainerController:
         if new is None and old is not None:
             self._arrival.pop(meta(old).get("uid", ""), None)
             uid = meta(old).get("uid", "")
-            self._plans.pop(uid, None)
-            self._scheduling_created.discard(uid)
+            self._runtimes_read.pop(uid, None)
+            self._scheduling_created = {key for key in self._scheduling_created if key[0] != uid}
             self._warned.discard(uid)
 
     # -- pass -----------------------------------------------------------------------------------------------------
@@ -194,8 +211,8 @@ class TrainerController:
         if finished:
             self._delete_running(pods)
             return
-        plan = self._plans.get(uid)
-        if plan is None:
+        runtime = self._runtimes_read.get(uid)
+        if runtime is None:
             runtime, unsupported = self._runtime(trainjob)
             if unsupported:
                 self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", unsupported)])
@@ -203,17 +220,13 @@ class TrainerController:
             if runtime is None:
                 self._warn_missing_runtime(trainjob)
                 return
-            trainer = (trainjob.get("spec") or {}).get("trainer") or {}
-            try:
-                expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta.get("namespace",
-                                   "default"), trainjob_uid=uid, num_nodes=trainer.get("numNodes"),
-                                   resources_per_node=trainer.get("resourcesPerNode"),
-                                   api_version=self.flavour.scheduling_api_version)
-            except ExpansionError as error:
-                self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", str(error))])
-                return
-            plan = self._plans[uid] = (runtime, expansion)
-        runtime, expansion = plan
+            self._runtimes_read[uid] = runtime
+        incarnation = incarnation_of(trainjob)
+        try:
+            plan = plan_for(runtime, trainjob, incarnation)
+        except PlanError as error:
+            self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", str(error))])
+            return
 
         suspended = bool((trainjob.get("spec") or {}).get("suspend"))
         changes = []
@@ -222,16 +235,19 @@ class TrainerController:
             self._delete_running(pods)
         else:
             if condition_is_true(trainjob, "Suspended"):
-                changes.append(("Suspended", False, "Resumed", "TrainJob is resumed"))
-            wanted = self._missing_pods(trainjob, runtime, expansion, pods)
-            if (uid not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
+                # Resume first: the new incarnation (and so every new object name) follows this condition.
+                self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
+                return
+            key = (uid, incarnation)
+            wanted = self._missing_pods(trainjob, runtime, plan, pods, incarnation)
+            if (key not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
                 return  # stale cache (deleted, or a reset): creating children now would leave orphans
-            if uid not in self._scheduling_created:
-                self._create_scheduling_objects(trainjob, expansion)
-                self._scheduling_created.add(uid)
+            if key not in self._scheduling_created:
+                self._create_scheduling_objects(trainjob, plan)
+                self._scheduling_created.add(key)
             self._create_pods(wanted)
 
-        status = jobs_status(expansion, pods, suspended)
+        status = jobs_status(plan, pods, suspended)
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
         if not suspended and self._deadline_exceeded(trainjob):
             deadline = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
@@ -243,7 +259,7 @@ class TrainerController:
         if failed:
             names = ", ".join(sorted(meta(p)["name"] for p in failed)[:3])
             changes.append(("Failed", True, "FailedJobs", f"jobset failed: pod(s) {names} failed"))
-        elif is_complete(runtime, expansion, status):
+        elif is_complete(runtime, plan, status):
             changes.append(("Complete", True, "AllJobsCompleted", "jobset completed successfully"))
         self._set_conditions(trainjob, changes, jobs=status)
         if failed or any(c[0] == "Complete" for c in changes):
@@ -262,19 +278,13 @@ class TrainerController:
 
     # -- children -------------------------------------------------------------------------------------------------
 
-    def _create_scheduling_objects(self, trainjob: dict, expansion: Expansion) -> None:
-        workload = expansion.workload_manifest()
+    def _create_scheduling_objects(self, trainjob: dict, plan: Plan) -> None:
+        workload = plan.workload(trainjob, self.flavour)
         if workload is None:
             return
         namespace = meta(trainjob).get("namespace", "default")
         created = self._create_or_get(self.flavour.collection("workloads", namespace), workload)
-        workload_uid = meta(created).get("uid", "")
-        for group in expansion.podgroup_manifests():
-            if group.get("kind") != "PodGroup":
-                continue  # CompositePodGroups exist only in v1alpha3, which the sandbox does not serve
-            for owner in group["metadata"]["ownerReferences"]:
-                if owner.get("kind") == "Workload":
-                    owner["uid"] = workload_uid
+        for group in plan.pod_groups(trainjob, self.flavour, created):
             self._create_or_get(self.flavour.collection("podgroups", namespace), group)
 
     def _create_or_get(self, collection: str, obj: dict) -> dict:
@@ -297,21 +307,26 @@ class TrainerController:
             raise
         return meta(current).get("uid") == tj_meta.get("uid") and not meta(current).get("deletionTimestamp")
 
-    def _missing_pods(self, trainjob: dict, runtime: dict, expansion: Expansion, pods: list[dict]) -> list[dict]:
+    def _missing_pods(self, trainjob: dict, runtime: dict, plan: Plan, pods: list[dict],
+                      incarnation: str) -> list[dict]:
         """Return the Pod objects of `trainjob` that neither exist nor were just created."""
         tj_meta = meta(trainjob)
         namespace, uid = tj_meta.get("namespace", "default"), tj_meta.get("uid", "")
-        existing = {meta(p)["name"] for p in pods}
+        salt = f"{uid}/{incarnation}" if incarnation else uid
+        existing = {pod_slot(p) for p in pods if not meta(p).get("deletionTimestamp")}
         missing = []
-        for pod_set in expansion.pod_sets:
-            for job_index in range(pod_set.replicas):
-                group = expansion.pod_group_for(pod_set.replicated_job, job_index)
-                for pod_index in range(pod_set.pods_per_replica):
-                    name = pod_name(tj_meta["name"], pod_set.replicated_job, job_index, pod_index, uid)
-                    if name in existing or f"{namespace}/{name}" in self._pending_pods:
+        for rjob in plan.replicated_jobs:
+            for job_index in range(rjob.replicas):
+                group = plan.group_for(rjob.name, job_index)
+                for pod_index in range(rjob.pods_per_job):
+                    name = pod_name(tj_meta["name"], rjob.name, job_index, pod_index, salt)
+                    if (rjob.name, str(job_index), str(pod_index)) in existing or \
+                            f"{namespace}/{name}" in self._pending_pods:
                         continue
-                    missing.append(build_pod(trainjob, runtime, pod_set.replicated_job, job_index, pod_index,
-                                             pod_set.resources_per_pod, group))
+                    pod = build_pod(trainjob, runtime, rjob.name, job_index, pod_index, rjob.resources,
+                                    group.name if group else None)
+                    pod["metadata"]["name"] = name
+                    missing.append(pod)
         return missing
 
     def _create_pods(self, pods: list[dict]) -> None:

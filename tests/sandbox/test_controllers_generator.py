@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from runtimes.domain.expansion import expand
+from sandbox.controllers.expansion import plan_for
 from sandbox.controllers.generator import GeneratorConfig, demo_runtimes, make_trainjob, shrink_to_fit
 from sandbox.topology import preset_nodes
 from tests.sandbox.controllers_support import Cluster, is_true, simulated_cluster
@@ -19,8 +19,8 @@ def test_it_ships_the_upstream_examples_and_one_runtime_per_scheduling_level():
     assert {"torch-distributed", "deepspeed-distributed", "torchtune-qwen2.5-1.5b"} <= set(runtimes)
     levels = set()
     for runtime in runtimes.values():
-        expansion = expand(runtime, trainjob_name="probe", namespace="default", num_nodes=2)
-        levels |= {group.level for group in expansion.pod_groups}
+        probe = {"metadata": {"name": "probe", "uid": "u"}, "spec": {"trainer": {"numNodes": 2}}}
+        levels |= {group.level for group in plan_for(runtime, probe).groups}
     assert levels == {1, 2, 3}
 
 

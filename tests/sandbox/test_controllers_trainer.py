@@ -28,19 +28,24 @@ def test_it_creates_workload_podgroup_and_pods_named_and_owned_per_the_kep(clust
 
     (workload,) = cluster.workloads()
     assert workload["apiVersion"] == "scheduling.k8s.io/v1beta1"
-    assert workload["metadata"]["name"] == workload_name_for("default", "llama")
+    # Salted with the UID: `<trainjob>-<hash>`, never the name a preview would predict.
+    assert re.fullmatch(r"llama-[a-z0-9]{8}", workload["metadata"]["name"])
+    assert workload["metadata"]["name"] != workload_name_for("default", "llama")
     assert workload["spec"]["controllerRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "TrainJob",
                                                  "name": "llama"}
     assert workload["spec"]["podGroupTemplates"][0]["name"] == "node-0"
     assert _owner(workload, "TrainJob")["uid"] == uid and _owner(workload, "TrainJob")["controller"] is True
 
     (group,) = cluster.pod_groups()
-    assert group["metadata"]["name"] == pod_group_name_for("default", workload["metadata"]["name"], "node-0",
+    assert re.fullmatch(re.escape(workload["metadata"]["name"]) + r"-node-0-[a-z0-9]{6}", group["metadata"]["name"])
+    assert group["metadata"]["name"] != pod_group_name_for("default", workload["metadata"]["name"], "node-0",
                                                            level_one=False)
+    assert group["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
     assert group["spec"]["workloadRef"] == {"workloadName": workload["metadata"]["name"], "templateName": "node-0"}
     assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
-    assert _owner(group, "TrainJob")["controller"] is True
+    assert _owner(group, "TrainJob")["controller"] is True and _owner(group, "TrainJob")["uid"] == uid
     assert _owner(group, "Workload")["uid"] == workload["metadata"]["uid"]
+    assert not _owner(group, "Workload").get("controller")
 
     for pod in pods:
         assert re.fullmatch(r"llama-node-0-[0-2]-[a-z0-9]{5}", pod["metadata"]["name"])
@@ -53,6 +58,20 @@ def test_it_creates_workload_podgroup_and_pods_named_and_owned_per_the_kep(clust
     group = cluster.wait(lambda: next((g for g in cluster.pod_groups()
                                        if is_true(g, "PodGroupInitiallyScheduled")), None))
     assert condition(group, "PodGroupInitiallyScheduled")["reason"] == "Scheduled"
+
+
+def test_it_salts_names_so_two_trainjobs_of_the_same_name_get_different_objects(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    names = []
+    for _ in range(2):
+        cluster.submit(trainjob("again", "torch-gang-zone", num_nodes=1))
+        cluster.wait(lambda: len(cluster.pods("again")) == 1 and cluster.workloads() and cluster.pod_groups())
+        names.append((cluster.workloads()[0]["metadata"]["name"], cluster.pod_groups()[0]["metadata"]["name"],
+                      cluster.pods("again")[0]["spec"]["schedulingGroup"]["podGroupName"]))
+        cluster.delete_trainjob("again")
+        cluster.wait(lambda: not cluster.workloads() and not cluster.pod_groups() and not cluster.pods("again"))
+    assert names[0][0] != names[1][0] and names[0][1] != names[1][1]
+    assert all(group == pod_group for _, group, pod_group in names)
 
 
 def test_it_garbage_collects_every_child_when_the_trainjob_is_deleted(cluster: Cluster):
