@@ -13,7 +13,11 @@ Decisions:
   rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
 - The runtime is read once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
 - Suspend deletes the pods but keeps the Workload and PodGroups (KEP test plan); resume re-creates the pods.
-- `dependsOn` / startup order is not simulated: all pods are created at once.
+- Startup order is JobSet's: a ReplicatedJob with `dependsOn` gets its pods only once every Job of its target is
+  Ready (all pods Ready or Succeeded) or Complete, as the entry's `status` says; with
+  `startupPolicy.startupPolicyOrder: InOrder` each ReplicatedJob waits for all earlier ones to be Ready. A gang
+  PodGroup holding both ends of such a wait can never reach minCount: the pods stay Pending for ever, as on a real
+  cluster, and a Warning Event `StartupOrderDeadlock` on the PodGroup and the TrainJob says why.
 - A failed pod fails the TrainJob (JobSet's default failure policy, no restarts); on Complete or Failed the
   remaining running pods are deleted, freeing capacity. `successPolicy` (All/Any over target rJobs) is honoured.
 - `spec.activeDeadlineSeconds` (counted from creation, or from the last resume) sets `Failed`/`DeadlineExceeded`
@@ -44,6 +48,7 @@ from sandbox.controllers.common import (
     trainjob_path,
     with_condition,
 )
+from sandbox.controllers.events import WARNING, EventRecorder
 from sandbox.controllers.expansion import Plan, PlanError, plan_for
 from sandbox.controllers.informer import Informer, Loop, object_key
 from sandbox.controllers.podspec import build_pod, pod_name
@@ -105,6 +110,48 @@ def is_complete(runtime: dict, plan: Plan, status: list[dict]) -> bool:
     return all(by_name[r.name]["succeeded"] >= r.replicas for r in relevant)
 
 
+def _started(status: dict, replicas: int, wanted: str) -> bool:
+    """Return True when a ReplicatedJob's Jobs are all Ready (or Succeeded) or, for "Complete", all Succeeded."""
+    if wanted == "Complete":
+        return status.get("succeeded", 0) >= replicas
+    return status.get("ready", 0) + status.get("succeeded", 0) >= replicas
+
+
+def startup_waits(runtime: dict, plan: Plan, status: list[dict]) -> dict[str, tuple[str, str]]:
+    """Return ReplicatedJob -> (the ReplicatedJob it waits for, "Ready" | "Complete") for every one JobSet holds back.
+
+    `status` is `jobs_status(...)`; dependsOn and `startupPolicyOrder: InOrder` follow JobSet's semantics.
+    """
+    by_name = {s["name"]: s for s in status}
+    rjobs = {r.name: r for r in plan.replicated_jobs}
+    waits: dict[str, tuple[str, str]] = {}
+    for rjob in plan.replicated_jobs:
+        for target, wanted in rjob.depends_on:
+            if not _started(by_name.get(target, {}), rjobs[target].replicas, wanted):
+                waits[rjob.name] = (target, wanted)
+                break
+    jobset = ((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if ((jobset.get("startupPolicy") or {}).get("startupPolicyOrder")) == "InOrder":
+        for earlier, later in zip(plan.replicated_jobs, plan.replicated_jobs[1:], strict=False):
+            if later.name not in waits and (earlier.name in waits or not _started(
+                    by_name.get(earlier.name, {}), earlier.replicas, "Ready")):
+                waits[later.name] = (earlier.name, "Ready")
+    return waits
+
+
+def deadlocks(plan: Plan, waits: dict[str, tuple[str, str]]) -> list[tuple]:
+    """Return (group, waiting ReplicatedJob, target, status) for every gang that holds both ends of a startup wait."""
+    found = []
+    for group in plan.groups:
+        if group.policy != "gang":
+            continue
+        for rjob in group.replicated_jobs:
+            if rjob in waits and waits[rjob][0] in group.replicated_jobs:
+                found.append((group, rjob, *waits[rjob]))
+                break
+    return found
+
+
 def incarnation_of(trainjob: dict) -> str:
     """Return what distinguishes this run of the TrainJob from earlier ones: the time it was last resumed, or ""."""
     resumed = find_condition(trainjob, "Suspended")
@@ -133,6 +180,9 @@ class TrainerController:
         self._scheduling_created: set[tuple[str, str]] = set()  # (UID, incarnation) whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
         self._warned: set[str] = set()
+        self._group_objects: dict[str, dict] = {}  # PodGroup name -> the object as created (for Events)
+        self._deadlocks_reported: set[str] = set()  # PodGroup names
+        self.events = EventRecorder(Client(api_url, user_agent="sandbox-jobset"), "jobset-controller")
         self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
         self.loop = Loop("trainer", self.sync, stop, resync=5.0, min_interval=0.05,
                          wait_for=(trainjobs, cluster_runtimes, runtimes, pods))
@@ -239,13 +289,16 @@ class TrainerController:
                 self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
                 return
             key = (uid, incarnation)
-            wanted = self._missing_pods(trainjob, runtime, plan, pods, incarnation)
+            waits = startup_waits(runtime, plan, jobs_status(plan, pods, False))
+            wanted = [p for p in self._missing_pods(trainjob, runtime, plan, pods, incarnation)
+                      if p["metadata"]["labels"][REPLICATED_JOB_LABEL] not in waits]
             if (key not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
                 return  # stale cache (deleted, or a reset): creating children now would leave orphans
             if key not in self._scheduling_created:
                 self._create_scheduling_objects(trainjob, plan)
                 self._scheduling_created.add(key)
             self._create_pods(wanted)
+            self._report_deadlocks(trainjob, plan, waits)
 
         status = jobs_status(plan, pods, suspended)
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
@@ -285,7 +338,24 @@ class TrainerController:
         namespace = meta(trainjob).get("namespace", "default")
         created = self._create_or_get(self.flavour.collection("workloads", namespace), workload)
         for group in plan.pod_groups(trainjob, self.flavour, created):
-            self._create_or_get(self.flavour.collection("podgroups", namespace), group)
+            self._group_objects[group["metadata"]["name"]] = self._create_or_get(
+                self.flavour.collection("podgroups", namespace), group)
+
+    def _report_deadlocks(self, trainjob: dict, plan: Plan, waits: dict) -> None:
+        """Record, once per gang, why it can never reach minCount (what JobSet will not create, and why)."""
+        for group, rjob, target, wanted in deadlocks(plan, waits):
+            if group.name in self._deadlocks_reported:
+                continue
+            self._deadlocks_reported.add(group.name)
+            possible = sum(r.pods if group.job_index is None else r.pods_per_job for r in plan.replicated_jobs
+                           if r.name in group.replicated_jobs and r.name not in waits)
+            message = (f"PodGroup {group.name} (gang, minCount {group.min_count}) waits for pods that JobSet will not "
+                       f"create before `{target}` is {wanted}: ReplicatedJob `{rjob}` dependsOn `{target}` "
+                       f"({wanted}) and both are in this gang, so at most {possible} of {group.min_count} pods "
+                       f"can exist and the gang never schedules")
+            for obj in (self._group_objects.get(group.name), trainjob):
+                if obj is not None:
+                    self.events.record(obj, WARNING, "StartupOrderDeadlock", message)
 
     def _create_or_get(self, collection: str, obj: dict) -> dict:
         """Create `obj`; when it already exists return the existing one. Raises ApiError otherwise."""
