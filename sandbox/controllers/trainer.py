@@ -12,7 +12,8 @@ Decisions:
   Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the plan
   rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
 - The runtime is read once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
-- Suspend deletes the pods but keeps the Workload and PodGroups (KEP test plan); resume re-creates the pods.
+- Suspend deletes the pods, the Workload and the PodGroups (KEP-3015 lifecycle, v2.4); resume creates them
+  again under new names (a new incarnation). PodGroups keep their protection finalizer until their pods are gone.
 - Startup order is JobSet's: a ReplicatedJob with `dependsOn` gets its pods only once every Job of its target is
   Ready (all pods Ready or Succeeded) or Complete, as the entry's `status` says; with
   `startupPolicy.startupPolicyOrder: InOrder` each ReplicatedJob waits for all earlier ones to be Ready. A gang
@@ -180,6 +181,7 @@ class TrainerController:
         self._scheduling_created: set[tuple[str, str]] = set()  # (UID, incarnation) whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
         self._warned: set[str] = set()
+        self._scheduling_deleted: set[str] = set()  # UIDs of suspended TrainJobs whose scheduling objects are gone
         self._group_objects: dict[str, dict] = {}  # PodGroup name -> the object as created (for Events)
         self._deadlocks_reported: set[str] = set()  # PodGroup names
         self.events = EventRecorder(Client(api_url, user_agent="sandbox-jobset"), "jobset-controller")
@@ -202,6 +204,7 @@ class TrainerController:
             uid = meta(old).get("uid", "")
             self._runtimes_read.pop(uid, None)
             self._scheduling_created = {key for key in self._scheduling_created if key[0] != uid}
+            self._scheduling_deleted.discard(uid)
             self._warned.discard(uid)
 
     # -- pass -----------------------------------------------------------------------------------------------------
@@ -283,7 +286,12 @@ class TrainerController:
         if suspended:
             changes.append(("Suspended", True, "Suspended", "TrainJob is suspended"))
             self._delete_running(pods)
+            if uid not in self._scheduling_deleted:
+                self._delete_scheduling_objects(trainjob)
+                self._scheduling_deleted.add(uid)
+            self._scheduling_created = {k for k in self._scheduling_created if k[0] != uid}
         else:
+            self._scheduling_deleted.discard(uid)
             if condition_is_true(trainjob, "Suspended"):
                 # Resume first: the new incarnation (and so every new object name) follows this condition.
                 self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
@@ -340,6 +348,20 @@ class TrainerController:
         for group in plan.pod_groups(trainjob, self.flavour, created):
             self._group_objects[group["metadata"]["name"]] = self._create_or_get(
                 self.flavour.collection("podgroups", namespace), group)
+
+    def _delete_scheduling_objects(self, trainjob: dict) -> None:
+        """Delete the PodGroups and the Workload the TrainJob controls (found by ownerReference, never by name)."""
+        namespace, uid = meta(trainjob).get("namespace", "default"), meta(trainjob).get("uid", "")
+        for plural in ("podgroups", "workloads"):
+            collection = self.flavour.collection(plural, namespace)
+            for obj in self.client.list(collection).get("items") or []:
+                if owner_uid(obj, "TrainJob") != uid or meta(obj).get("deletionTimestamp"):
+                    continue
+                try:
+                    self.client.delete(f"{collection}/{meta(obj)['name']}")
+                except ApiError as error:
+                    if error.status != 404:
+                        raise
 
     def _report_deadlocks(self, trainjob: dict, plan: Plan, waits: dict) -> None:
         """Record, once per gang, why it can never reach minCount (what JobSet will not create, and why)."""

@@ -124,6 +124,53 @@ def test_it_creates_nothing_while_suspended_and_everything_on_resume(cluster: Cl
     assert len(cluster.workloads()) == 1
 
 
+def test_suspend_deletes_the_workload_podgroups_and_pods_and_resume_recreates_them_under_new_names(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("pausable", "torch-gang-zone", num_nodes=2))
+    cluster.wait(lambda: len(p := cluster.pods("pausable")) == 2 and all(x["status"].get("phase") == "Running"
+                                                                         for x in p))
+    (before,) = cluster.pod_groups()
+    workload_before = cluster.workloads()[0]["metadata"]["name"]
+    path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/pausable"
+
+    cluster.client.merge_patch(path, {"spec": {"suspend": True}})
+    cluster.wait(lambda: not cluster.pods("pausable") and not cluster.pod_groups() and not cluster.workloads())
+    assert condition(cluster.trainjob("pausable"), "Suspended")["status"] == "True"
+
+    cluster.client.merge_patch(path, {"spec": {"suspend": False}})
+    pods = cluster.wait(lambda: len(p := cluster.pods("pausable")) == 2 and all(x["spec"].get("nodeName") for x in p)
+                        and p)
+    (after,) = cluster.pod_groups()
+    (workload_after,) = cluster.workloads()
+    assert after["metadata"]["name"] != before["metadata"]["name"]
+    assert workload_after["metadata"]["name"] != workload_before
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {after["metadata"]["name"]}
+    assert after["spec"]["workloadRef"]["workloadName"] == workload_after["metadata"]["name"]
+    cluster.wait(lambda: is_true(cluster.pod_groups()[0], "PodGroupInitiallyScheduled"))
+    assert condition(cluster.trainjob("pausable"), "Suspended")["reason"] == "Resumed"
+
+
+def test_a_deleted_podgroup_stays_until_no_running_pod_uses_it(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("held", "torch-gang-zone", num_nodes=2))
+    cluster.wait(lambda: len(p := cluster.pods("held")) == 2 and all(x["status"].get("phase") == "Running" for x in p))
+    (group,) = cluster.pod_groups()
+    group_path = f"{cluster.scheduling}/podgroups/{group['metadata']['name']}"
+    cluster.client.delete(group_path)
+    terminating = cluster.client.get(group_path)
+    assert terminating["metadata"]["deletionTimestamp"]
+    assert terminating["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
+    # The protection controller has had passes since (a pod event wakes it) and still keeps the group.
+    cluster.client.merge_patch("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/held",
+                               {"metadata": {"labels": {"nudge": "1"}}})
+    cluster.wait(lambda: cluster.trainjob("held")["metadata"]["labels"]["nudge"] == "1")
+    assert cluster.client.get(group_path)["metadata"]["deletionTimestamp"]
+    cluster.client.merge_patch("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/held",
+                               {"metadata": {"annotations": {"sandbox.trainer-portal.io/duration-seconds": "0"}}})
+    cluster.wait(lambda: not cluster.pod_groups())
+    assert {p["status"]["phase"] for p in cluster.pods("held")} == {"Succeeded"}
+
+
 def test_it_waits_for_a_missing_runtime_with_a_warning_event(cluster: Cluster):
     cluster.submit(trainjob("early", "torch-gang-zone", num_nodes=1))
     event = cluster.wait(lambda: next((e for e in cluster.events() if e["reason"] == "TrainingRuntimeNotFound"
