@@ -1,10 +1,10 @@
 """The simulated cluster's controllers, talking to the sandbox API server over HTTP with list+watch.
 
 `start_controllers(api_url, kube_version=..., stop=...)` starts, as daemon threads: shared informers (nodes, pods,
-PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes), the Trainer TrainJob controller, the gang
-scheduler, the PodGroup protection controller, the kubelet simulation and, when enabled, the demo workload
-generator. It returns at once; everything stops when `stop` is set. A controller error is logged and retried with
-backoff, never raised to the caller.
+PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes, PriorityClasses), the Trainer TrainJob
+controller, the gang scheduler, the PodGroup protection controller, the kubelet simulation and, when enabled, the
+demo workload generator. It returns at once; everything stops when `stop` is set. A controller error is logged and
+retried with backoff, never raised to the caller.
 
 Modules: `client` (JSON HTTP + watch), `informer` (caches + loops), `fit` (pure placement core, `try_place`),
 `scheduler`, `trainer` (+ `expansion`, `podspec`), `protection`, `kubelet`, `generator`, `common`, `resources`.
@@ -74,10 +74,11 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
         "trainjobs": Informer(api_url, f"{trainer_base}/trainjobs", stop),
         "clustertrainingruntimes": Informer(api_url, f"{trainer_base}/clustertrainingruntimes", stop),
         "trainingruntimes": Informer(api_url, f"{trainer_base}/trainingruntimes", stop),
+        "priorityclasses": Informer(api_url, "/apis/scheduling.k8s.io/v1/priorityclasses", stop),
     }
     handles = Controllers(informers=informers)
     handles.scheduler = GangScheduler(api_url, flavour, stop, nodes=informers["nodes"], pods=informers["pods"],
-                                      pod_groups=informers["podgroups"])
+                                      pod_groups=informers["podgroups"], priority_classes=informers["priorityclasses"])
     handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
                                         cluster_runtimes=informers["clustertrainingruntimes"],
                                         runtimes=informers["trainingruntimes"], pods=informers["pods"])
