@@ -7,6 +7,7 @@ tainted) so that the scheduler's explanations and the portal's exclusion counts 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -105,6 +106,19 @@ def _large_nodes(block_key: str) -> list[dict]:
     return nodes
 
 
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def _uuid(digest: str) -> str:
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def _internal_ip(name: str) -> str:
+    number = int(_digest(name, "ip")[:6], 16)
+    return f"10.0.{(number >> 8) & 255}.{max(number & 255, 1)}"
+
+
 def make_node(
     name: str,
     *,
@@ -155,12 +169,18 @@ def make_node(
             "capacity": dict(resources),
             "allocatable": dict(resources),
             "conditions": [ready_condition],
-            "addresses": [{"type": "Hostname", "address": name}],
-            "nodeInfo": {
+            "addresses": [{"type": "InternalIP", "address": _internal_ip(name)}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {  # every field a kubelet reports (typed clients require them)
                 "kubeletVersion": "v1.37.0-sandbox",
-                "containerRuntimeVersion": "sandbox://1",
+                "kubeProxyVersion": "v1.37.0-sandbox",
+                "containerRuntimeVersion": "containerd://2.1.0-sandbox",
+                "kernelVersion": "6.8.0-sandbox",
+                "osImage": "Ubuntu 24.04 LTS (simulated)",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
+                "machineID": _digest(name, "machine")[:32],
+                "systemUUID": _uuid(_digest(name, "system")),
+                "bootID": _uuid(_digest(name, "boot")),
             },
         },
     }

@@ -85,7 +85,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     handles.protection = PodGroupProtection(api_url, flavour, stop, pods=informers["pods"],
                                             pod_groups=informers["podgroups"])
     handles.kubelet = Kubelet(api_url, stop, pods=informers["pods"], trainjobs=informers["trainjobs"],
-                              start_delay=pod_start_delay)
+                              start_delay=pod_start_delay, nodes=informers["nodes"])
     if _generator_enabled(generator):
         handles.generator = Generator(api_url, stop, trainjobs=informers["trainjobs"],
                                       cluster_runtimes=informers["clustertrainingruntimes"], nodes=informers["nodes"])

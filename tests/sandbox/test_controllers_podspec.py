@@ -10,6 +10,7 @@ import yaml
 
 from sandbox.controllers.common import DURATION_ANNOTATION, flavour_for, with_condition
 from sandbox.controllers.expansion import plan_for
+from sandbox.controllers.kubelet import finished_status, running_status
 from sandbox.controllers.podspec import build_pod, name_suffix, pod_name
 from sandbox.controllers.trainer import is_complete, jobs_status
 
@@ -52,6 +53,32 @@ def test_it_builds_a_trainer_pod_with_labels_resources_group_and_owner():
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("TrainJob", "my-job", "uid-1", True)
     assert pod["metadata"]["annotations"][DURATION_ANNOTATION] == "30"
     assert pod["metadata"]["namespace"] == "team-a"
+
+
+def test_the_trainjob_image_reaches_the_mpi_launcher_and_the_nodes():
+    rt = runtime("deepspeed_distributed.yaml")
+    job = trainjob(numNodes=3, image="ghcr.io/acme/deepspeed:2", command=["deepspeed", "train.py"])
+    launcher = build_pod(job, rt, "launcher", 0, 0, {}, None)
+    node = build_pod(job, rt, "node", 0, 0, {}, None)
+    assert launcher["spec"]["containers"][0]["image"] == node["spec"]["containers"][0]["image"] == \
+        "ghcr.io/acme/deepspeed:2"
+    assert launcher["spec"]["containers"][0]["command"] == ["deepspeed", "train.py"]
+    assert node["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd"]  # only the image is the TrainJob's
+
+
+def test_kubelet_statuses_carry_every_field_a_real_kubelet_sets():
+    pod = build_pod(trainjob(), runtime("torch_distributed.yaml"), "node", 0, 0, {}, None)
+    pod["metadata"]["uid"] = "pod-uid"
+    status = running_status(pod, "2026-12-01T10:00:00Z", "10.0.3.4")
+    (container,) = status["containerStatuses"]
+    assert container["imageID"].startswith(container["image"].split(":")[0]) and "@sha256:" in container["imageID"]
+    assert container["containerID"].startswith("containerd://")
+    assert (container["ready"], container["started"], container["restartCount"]) == (True, True, 0)
+    assert status["hostIP"] == "10.0.3.4" and status["podIP"].startswith("10.") and status["podIPs"]
+    finished = finished_status({**pod, "status": status}, succeeded=False)
+    terminated = finished["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 1 and terminated["containerID"] == container["containerID"]
+    assert finished["phase"] == "Failed"
 
 
 def test_it_leaves_pods_of_an_ungrouped_rjob_without_a_scheduling_group():
