@@ -23,15 +23,20 @@ def busy() -> Iterator[Cluster]:
     """A demo cluster whose workload generator has completed and failed jobs and still runs others."""
     env = {"SANDBOX_GENERATOR": "1", "SANDBOX_GENERATOR_RATE": "600", "SANDBOX_GENERATOR_MAX_ACTIVE": "6",
            "SANDBOX_GENERATOR_MIN_SECONDS": "1", "SANDBOX_GENERATOR_MAX_SECONDS": "3",
-           "SANDBOX_GENERATOR_FAILURE_RATIO": "0.3"}
+           "SANDBOX_GENERATOR_FAILURE_RATIO": "0.3", "SANDBOX_GENERATOR_STORY_SPEED": "10"}
     with simulated_cluster(**env) as process:
         cluster = Cluster(process)
 
         def jobs() -> list[dict]:
             return cluster.client.list("/apis/trainer.kubeflow.org/v1alpha1/trainjobs")["items"]
 
+        def preempted() -> bool:
+            groups = cluster.client.list("/apis/scheduling.k8s.io/v1beta1/podgroups")["items"]
+            return any(is_true(g, "DisruptionTarget") for g in groups)
+
+        # Completions, failures, and the storyline's preemption (played ten times faster) have all happened.
         cluster.wait(lambda: sum(is_true(j, "Complete") for j in jobs()) >= 3
-                     and any(is_true(j, "Failed") for j in jobs()), timeout=90)
+                     and any(is_true(j, "Failed") for j in jobs()) and preempted(), timeout=90)
         cluster.client.create("/apis/coordination.k8s.io/v1/namespaces/default/leases", {
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "tracker"},
             "spec": {"holderIdentity": "tracker-0", "leaseDurationSeconds": 15}})
