@@ -180,9 +180,13 @@ class TrainerController:
         self._runtimes_read: dict[str, dict] = {}
         self._scheduling_created: set[tuple[str, str]] = set()  # (UID, incarnation) whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
+        # (TrainJob UID, rJob, Job index, pod index) -> (attempt, name of the pod last created for it)
+        self._slots: dict[tuple[str, str, int, int], tuple[int, str]] = {}
+        self._slot_of: dict[str, tuple[tuple[str, str, int, int], int]] = {}  # pod key -> its slot, while planned
         self._warned: set[str] = set()
         self._scheduling_deleted: set[str] = set()  # UIDs of suspended TrainJobs whose scheduling objects are gone
-        self._group_objects: dict[str, dict] = {}  # PodGroup name -> the object as created (for Events)
+        # TrainJob UID -> {PodGroup name: the object as created} (Events need its UID)
+        self._group_objects: dict[str, dict[str, dict]] = {}
         self._deadlocks_reported: set[str] = set()  # PodGroup names
         self.events = EventRecorder(Client(api_url, user_agent="sandbox-jobset"), "jobset-controller")
         self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
@@ -206,6 +210,9 @@ class TrainerController:
             self._scheduling_created = {key for key in self._scheduling_created if key[0] != uid}
             self._scheduling_deleted.discard(uid)
             self._warned.discard(uid)
+            for name in self._group_objects.pop(uid, {}):
+                self._deadlocks_reported.discard(name)
+            self._slots = {slot: value for slot, value in self._slots.items() if slot[0] != uid}
 
     # -- pass -----------------------------------------------------------------------------------------------------
 
@@ -346,7 +353,8 @@ class TrainerController:
         namespace = meta(trainjob).get("namespace", "default")
         created = self._create_or_get(self.flavour.collection("workloads", namespace), workload)
         for group in plan.pod_groups(trainjob, self.flavour, created):
-            self._group_objects[group["metadata"]["name"]] = self._create_or_get(
+            self._group_objects.setdefault(meta(trainjob).get("uid", ""), {})[group["metadata"]["name"]] = \
+                self._create_or_get(
                 self.flavour.collection("podgroups", namespace), group)
 
     def _delete_scheduling_objects(self, trainjob: dict) -> None:
@@ -375,7 +383,7 @@ class TrainerController:
                        f"create before `{target}` is {wanted}: ReplicatedJob `{rjob}` dependsOn `{target}` "
                        f"({wanted}) and both are in this gang, so at most {possible} of {group.min_count} pods "
                        f"can exist and the gang never schedules")
-            for obj in (self._group_objects.get(group.name), trainjob):
+            for obj in (self._group_objects.get(meta(trainjob).get("uid", ""), {}).get(group.name), trainjob):
                 if obj is not None:
                     self.events.record(obj, WARNING, "StartupOrderDeadlock", message)
 
@@ -411,18 +419,25 @@ class TrainerController:
             for job_index in range(rjob.replicas):
                 group = plan.group_for(rjob.name, job_index)
                 for pod_index in range(rjob.pods_per_job):
-                    name = pod_name(tj_meta["name"], rjob.name, job_index, pod_index, salt)
-                    if (rjob.name, str(job_index), str(pod_index)) in existing or \
-                            f"{namespace}/{name}" in self._pending_pods:
+                    if (rjob.name, str(job_index), str(pod_index)) in existing:
                         continue
+                    # A pod that existed and went (evicted, deleted) is replaced under a new name, as the Job
+                    # controller does; one created a moment ago and not yet in the cache is not created twice.
+                    attempt, last = self._slots.get((uid, rjob.name, job_index, pod_index), (-1, None))
+                    if last is not None and f"{namespace}/{last}" in self._pending_pods:
+                        continue
+                    attempt += 1
+                    name = pod_name(tj_meta["name"], rjob.name, job_index, pod_index,
+                                    f"{salt}/{attempt}" if attempt else salt)
                     pod = build_pod(trainjob, runtime, rjob.name, job_index, pod_index, rjob.resources,
                                     group.name if group else None)
                     pod["metadata"]["name"] = name
+                    self._slot_of[f"{namespace}/{name}"] = ((uid, rjob.name, job_index, pod_index), attempt)
                     missing.append(pod)
         return missing
 
     def _create_pods(self, pods: list[dict]) -> None:
-        """Create `pods` (AlreadyExists is fine: names are deterministic). Raises ApiError on other errors."""
+        """Create `pods` (AlreadyExists is fine: names are deterministic per attempt). Raises ApiError otherwise."""
         for pod in pods:
             namespace = pod["metadata"]["namespace"]
             try:
@@ -430,7 +445,11 @@ class TrainerController:
             except ApiError as error:
                 if error.status != 409:
                     raise
-            self._pending_pods.add(f"{namespace}/{pod['metadata']['name']}")
+            key = f"{namespace}/{pod['metadata']['name']}"
+            self._pending_pods.add(key)
+            slot, attempt = self._slot_of.pop(key, (None, 0))
+            if slot is not None:
+                self._slots[slot] = (attempt, pod["metadata"]["name"])
 
     def _delete_running(self, pods: list[dict]) -> None:
         for pod in pods:

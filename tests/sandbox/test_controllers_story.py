@@ -37,8 +37,8 @@ def _events(cluster: Cluster, namespace: str) -> list[dict]:
 
 def test_the_storyline_shows_every_state_in_two_team_namespaces(story: Cluster):
     cluster = story
-    namespaces = {n["metadata"]["name"] for n in cluster.client.list("/api/v1/namespaces")["items"]}
-    assert {"team-a", "team-b"} <= namespaces
+    cluster.wait(lambda: {"team-a", "team-b"} <= {n["metadata"]["name"] for n in cluster.client.list(
+        "/api/v1/namespaces")["items"]})
 
     # A gang too big for any zone: stays Unschedulable, with the real reason.
     too_big = cluster.wait(lambda: (g := _groups(cluster, "team-b", "b-too-big")) and condition(g[0], SCHEDULED)

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
 
 from tests.sandbox.controllers_support import Cluster, demo_runtime, is_true, simulated_cluster
 
@@ -53,24 +55,43 @@ def api(busy: Cluster) -> Iterator[k8s.ApiClient]:
     client.close()
 
 
+def _still_there(read, items: list) -> list:
+    """Return `read(name, namespace)` of every listed item not deleted since (the cluster is live); at least one."""
+    found = []
+    for item in items:
+        try:
+            found.append(read(item.metadata.name, item.metadata.namespace))
+        except ApiException as error:
+            assert error.status == 404
+    assert found
+    return found
+
+
 def test_every_core_object_deserializes_with_the_typed_models(api: k8s.ApiClient):
     core = k8s.CoreV1Api(api)
     pods = core.list_pod_for_all_namespaces().items
     assert {p.status.phase for p in pods} >= {"Succeeded", "Failed"}
-    for pod in pods:
-        read = core.read_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
-        assert read.metadata.uid == pod.metadata.uid
+    read_back = 0
+    for pod in pods:  # the cluster is live: a pod listed a moment ago may be gone or recreated under its name
+        try:
+            read = core.read_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+        except ApiException as error:
+            assert error.status == 404
+            continue
+        read_back += 1
+        assert read.metadata.name == pod.metadata.name
         for status in read.status.container_statuses or []:
             assert status.image and status.image_id and status.container_id.startswith("containerd://")
             assert status.ready in (True, False) and status.restart_count == 0 and status.state
         if pod.status.phase in ("Running", "Succeeded", "Failed"):
             assert read.status.pod_ip and read.status.host_ip and read.status.start_time
+    assert read_back
     nodes = core.list_node().items
     assert len(nodes) == 64
     assert core.read_node(nodes[0].metadata.name).status.node_info.kubelet_version
     events = core.list_event_for_all_namespaces().items
     assert "Scheduled" in {e.reason for e in events}
-    for event in events[:50]:
+    for event in events[:50]:  # Events are never deleted here
         assert core.read_namespaced_event(event.metadata.name, event.metadata.namespace).involved_object.kind
     assert {n.metadata.name for n in core.list_namespace().items} >= {"default", "kube-system"}
     assert core.read_namespace("default").status.phase == "Active"
@@ -81,11 +102,9 @@ def test_scheduling_and_coordination_objects_deserialize_with_the_typed_models(a
     workloads = scheduling.list_workload_for_all_namespaces().items
     groups = scheduling.list_pod_group_for_all_namespaces().items
     assert workloads and groups
-    for workload in workloads:
-        read = scheduling.read_namespaced_workload(workload.metadata.name, workload.metadata.namespace)
+    for read in _still_there(scheduling.read_namespaced_workload, workloads):
         assert read.spec.controller_ref.kind == "TrainJob" and read.spec.pod_group_templates
-    for group in groups:
-        read = scheduling.read_namespaced_pod_group(group.metadata.name, group.metadata.namespace)
+    for read in _still_there(scheduling.read_namespaced_pod_group, groups):
         assert read.spec.workload_ref.workload_name and read.spec.scheduling_policy
         assert any(o.kind == "TrainJob" and o.controller for o in read.metadata.owner_references)
     classes = k8s.SchedulingV1Api(api).list_priority_class().items
@@ -116,10 +135,16 @@ def test_custom_resources_read_through_custom_objects_and_the_dynamic_client(api
             resource = dynamic.resources.get(api_version=api_version, kind=kind)
             items = resource.get().items
             assert items, kind
-            first = items[0].metadata
-            read = resource.get(name=first.name, namespace=first.namespace) if resource.namespaced else \
-                resource.get(name=first.name)
-            assert read.metadata.uid == first.uid, kind
+            for item in items:  # the first one still there (the cluster is live)
+                try:
+                    read = resource.get(name=item.metadata.name, namespace=item.metadata.namespace) \
+                        if resource.namespaced else resource.get(name=item.metadata.name)
+                except NotFoundError:
+                    continue
+                assert read.metadata.name == item.metadata.name and read.kind == kind
+                break
+            else:
+                raise AssertionError(f"no {kind} could be read back")
 
 
 def test_a_data_scientists_everyday_calls_work(busy: Cluster, api: k8s.ApiClient):

@@ -50,6 +50,7 @@ def test_a_high_priority_gang_evicts_whole_lower_priority_gangs_and_never_an_equ
         cluster.submit(trainjob(name, runtime, num_nodes=nodes))
         cluster.wait(lambda n=name: is_true(_group_of(cluster, n), SCHEDULED))
     assert _group_of(cluster, "low-1")["spec"]["priorityClassName"] == "low"
+    admitted_pods = {name: cluster.pods(name) for name in ("low-1", "low-2")}
 
     # 20 nodes fit nowhere; zone-b is held by an equal-priority gang, zone-a by two 16-node low-priority gangs.
     cluster.submit(trainjob("urgent", "zone-high", num_nodes=20))
@@ -57,6 +58,7 @@ def test_a_high_priority_gang_evicts_whole_lower_priority_gangs_and_never_an_equ
     assert _bound(cluster, "urgent") == 20
     assert _bound(cluster, "peer") == 28 and condition(_group_of(cluster, "peer"), "DisruptionTarget") is None
     for victim in ("low-1", "low-2"):
+        before = {p["metadata"]["name"] for p in admitted_pods[victim]}
         group = _group_of(cluster, victim)
         disruption = condition(group, "DisruptionTarget")
         assert (disruption["status"], disruption["reason"]) == ("True", "PreemptionByScheduler")
@@ -64,7 +66,9 @@ def test_a_high_priority_gang_evicts_whole_lower_priority_gangs_and_never_an_equ
             "message"]
         # Never part of a gang: the recreated pods wait as a whole (no room is left for 16 nodes anywhere).
         assert _bound(cluster, victim) == 0
-        cluster.wait(lambda v=victim: len(cluster.pods(v)) == 16)
+        # The Job controller replaces evicted pods under new names.
+        cluster.wait(lambda v=victim, b=before: len(p := cluster.pods(v)) == 16
+                     and not b & {x["metadata"]["name"] for x in p})
     preemptor = _group_of(cluster, "urgent")["metadata"]["name"]
     preempted = [e for e in cluster.events() if e["reason"] == "Preempted"]
     assert {e["involvedObject"]["kind"] for e in preempted} == {"PodGroup", "Pod"}
