@@ -52,6 +52,7 @@ from sandbox.controllers.common import (
 from sandbox.controllers.events import WARNING, EventRecorder
 from sandbox.controllers.expansion import Plan, PlanError, plan_for
 from sandbox.controllers.informer import Informer, Loop, object_key
+from sandbox.controllers.kueue import kueue_admitted, queued
 from sandbox.controllers.podspec import build_pod, pod_name
 
 log = logging.getLogger("sandbox.controllers.trainer")
@@ -172,9 +173,10 @@ class TrainerController:
     """Reconciles every TrainJob on each pass (event-driven, plus a periodic resync)."""
 
     def __init__(self, api_url: str, flavour: KubeFlavour, stop: threading.Event, *, trainjobs: Informer,
-                 cluster_runtimes: Informer, runtimes: Informer, pods: Informer):
+                 cluster_runtimes: Informer, runtimes: Informer, pods: Informer, kueue: bool = False):
         self.client = Client(api_url, user_agent="sandbox-trainer")
         self.flavour = flavour
+        self.kueue = kueue  # the simulated Kueue manages TrainJobs labelled kueue.x-k8s.io/queue-name
         self.trainjobs, self.cluster_runtimes, self.runtimes, self.pods = trainjobs, cluster_runtimes, runtimes, pods
         # TrainJob UID -> the runtime as read when first reconciled: kept, so runtime edits affect later jobs only.
         self._runtimes_read: dict[str, dict] = {}
@@ -289,6 +291,8 @@ class TrainerController:
             return
 
         suspended = bool((trainjob.get("spec") or {}).get("suspend"))
+        if self.kueue and queued(trainjob) and not kueue_admitted(trainjob):
+            suspended = True  # Kueue's webhook would have suspended it on creation; it waits for admission
         changes = []
         if suspended:
             changes.append(("Suspended", True, "Suspended", "TrainJob is suspended"))
