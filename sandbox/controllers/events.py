@@ -1,9 +1,11 @@
 """core/v1 Events as client-go's event recorder writes them: one object per (object, reason, message), repeats
-counted on it (`count`, `lastTimestamp`) instead of new objects."""
+counted on it (`count`, `lastTimestamp`) instead of new objects, written by a background thread (as client-go's
+broadcaster does) so that recording never slows the controller down."""
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 
@@ -28,7 +30,10 @@ def reference(obj: dict) -> dict:
 
 
 class EventRecorder:
-    """Records Events for one component (e.g. "default-scheduler"); thread-safe, never raises."""
+    """Records Events for one component (e.g. "default-scheduler"); thread-safe, never raises.
+
+    `client` is used by the recorder's own writer thread only (give it a Client of its own).
+    """
 
     def __init__(self, client: Client, component: str, *, repeat_after: float = 10.0):
         self.client = client
@@ -37,9 +42,20 @@ class EventRecorder:
         self._lock = threading.Lock()
         # (involved uid, reason, message) -> [event name, namespace, count, last write (monotonic)]
         self._seen: dict[tuple[str, str, str], list] = {}
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._drain, name=f"events-{component}", daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                self._write(*item)
+            except Exception:  # the writer must outlive any one bad write
+                log.exception("event write failed")
 
     def record(self, obj: dict, event_type: str, reason: str, message: str) -> None:
-        """Record one occurrence; repeats within `repeat_after` seconds are only counted when next written."""
+        """Record one occurrence (written soon, in the background); repeats within `repeat_after` seconds are only
+        counted, and written with the next write of that Event."""
         ref = reference(obj)
         namespace = ref.get("namespace") or "default"
         key = (ref["uid"] or ref["name"], reason, message)
@@ -55,7 +71,10 @@ class EventRecorder:
                 name = f"{ref['name']}.{time.time_ns():x}"[:253]
                 self._seen[key] = [name, namespace, 1, time.monotonic()]
                 count = 1
-        stamp = now()
+        self._queue.put((key, ref, namespace, name, count, event_type, reason, message, now()))
+
+    def _write(self, key: tuple, ref: dict, namespace: str, name: str, count: int, event_type: str, reason: str,
+               message: str, stamp: str) -> None:
         try:
             if count == 1:
                 self.client.create(f"/api/v1/namespaces/{namespace}/events", {

@@ -88,7 +88,7 @@ class GangScheduler:
     def __init__(self, api_url: str, flavour: KubeFlavour, stop: threading.Event, *, nodes: Informer,
                  pods: Informer, pod_groups: Informer, priority_classes: Informer | None = None):
         self.client = Client(api_url, user_agent="sandbox-scheduler")
-        self.events = EventRecorder(self.client, "default-scheduler")
+        self.events = EventRecorder(Client(api_url, user_agent="sandbox-scheduler-events"), "default-scheduler")
         self.flavour = flavour
         self.nodes, self.pods, self.pod_groups = nodes, pods, pod_groups
         self.priority_classes = priority_classes
