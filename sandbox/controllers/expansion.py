@@ -2,11 +2,12 @@
 
 Written from the upstream controller's rules, independently of the portal's preview (a differential test compares
 the two):
-- Pod counts (`pkg/runtime/core/trainingruntime.go`, the torch and MPI plugins): every ReplicatedJob runs
-  `replicas` Jobs of `parallelism` pods (default 1). The ReplicatedJob labelled
-  `trainer.kubeflow.org/trainjob-ancestor-step: trainer` runs numNodes pods (TrainJob `spec.trainer.numNodes`, else
-  `mlPolicy.numNodes`, else 1). With `mlPolicy.mpi`, ReplicatedJob `node` runs numNodes pods, or
-  `max(numNodes - 1, 1)` with `runLauncherAsNode`, and `launcher` keeps its parallelism. Initializers keep theirs.
+- Pod counts (`pkg/runtime/core/trainingruntime.go`, then the torch / MPI plugins): every ReplicatedJob runs
+  `replicas` Jobs of `parallelism` pods (default 1); the one labelled `trainer.kubeflow.org/trainjob-ancestor-step:
+  trainer` runs `mlPolicy.numNodes` pods (default 1). A TrainJob's `spec.trainer.numNodes` then sets the trainer's
+  count (torch and plain runtimes) or, with `mlPolicy.mpi`, ReplicatedJob `node`'s: numNodes, or
+  `max(numNodes - 1, 1)` with `runLauncherAsNode`. Initializers keep their parallelism. `resourcesPerNode` is
+  merged into the `node` container of the trainer (and of ReplicatedJob `node` with `runLauncherAsNode`).
 - Scheduling (KEP-3015 as released in v2.4.0): no `spec.scheduling` means no Workload. Level 1 (`schedulingPolicy`,
   `schedulingConstraints`, `disruptionMode` on `spec.scheduling`) is one template for the whole TrainJob, or one per
   ReplicatedJob when startup is sequenced (`dependsOn` / `startupPolicyOrder: InOrder`). Level 2 is one template per
@@ -240,9 +241,11 @@ def _main_container(pod_spec: dict, rjob: str, ancestor: str | None) -> dict:
 
 
 def _replicated_jobs(spec: dict, trainer: dict) -> tuple[ReplicatedJobPlan, ...]:
-    ml_policy = _dict(spec.get("mlPolicy"), "spec.mlPolicy")
-    num_nodes = _count(trainer.get("numNodes"), "spec.trainer.numNodes", 0) or _count(
-        ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", 0) or 1
+    ml_policy = spec.get("mlPolicy")
+    has_policy = isinstance(ml_policy, dict)
+    ml_policy = _dict(ml_policy, "spec.mlPolicy")
+    runtime_nodes = _count(ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", 1) or 1
+    trainjob_nodes = _count(trainer.get("numNodes"), "spec.trainer.numNodes", 0) or None
     mpi = ml_policy.get("mpi")
     launcher_as_node = isinstance(mpi, dict) and bool(mpi.get("runLauncherAsNode"))
     per_node = trainer.get("resourcesPerNode")
@@ -261,17 +264,26 @@ def _replicated_jobs(spec: dict, trainer: dict) -> tuple[ReplicatedJobPlan, ...]
         ancestor = (_dict(job.get("metadata"), "metadata").get("labels") or {}).get(ANCESTOR_LABEL)
         job_spec = _dict(job.get("spec"), f"ReplicatedJob {name} template.spec")
         pod_spec = _dict(_dict(job_spec.get("template"), "template").get("spec"), "pod spec")
+        # The runtime's count (trainingruntime.go), then the ML plugin's override from the TrainJob.
         pods = _count(job_spec.get("parallelism"), f"ReplicatedJob {name} parallelism", 1)
-        if mpi is not None and name == "node":
-            pods = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
-        elif ancestor == "trainer" and not (mpi is not None and name == "launcher"):
-            pods = num_nodes
+        if ancestor == "trainer" and has_policy:
+            pods = runtime_nodes
+        if mpi is not None:
+            if name == "node" and trainjob_nodes:
+                pods = max(trainjob_nodes - 1, 1) if launcher_as_node else trainjob_nodes
+        elif ancestor == "trainer" and trainjob_nodes:
+            pods = trainjob_nodes
         container = _main_container(pod_spec, name, ancestor)
         resources = _requests(_dict(container.get("resources"), "resources"))
-        takes_per_node = ancestor == "trainer" or (launcher_as_node and name == "node")
-        if per_node is not None and takes_per_node:
+        takes_per_node = (ancestor == "trainer" and has_policy) or (launcher_as_node and name == "node")
+        if per_node is not None and takes_per_node and container.get("name") == "node":
+            # MergeResourceRequirements: the TrainJob's requests and limits overlay the container's.
             per_node = _dict(per_node, "spec.trainer.resourcesPerNode")
-            resources = _requests(per_node)
+            base = _dict(container.get("resources"), "resources")
+            resources = _requests({
+                "limits": {**_dict(base.get("limits"), "limits"), **_dict(per_node.get("limits"), "limits")},
+                "requests": {**_dict(base.get("requests"), "requests"),
+                             **_dict(per_node.get("requests"), "requests")}})
         depends = tuple((_dict(d, "dependsOn[]").get("name", ""), _dict(d, "dependsOn[]").get("status", "Ready"))
                         for d in item.get("dependsOn") or [])
         plans.append(ReplicatedJobPlan(name, _count(item.get("replicas"), f"ReplicatedJob {name} replicas", 1),

@@ -43,13 +43,15 @@ def runtimes(draw):
     framework = draw(st.sampled_from(["torch", "torch+initializers", "mpi"]))
     ml_policy: dict = {}
     if draw(st.booleans()):
-        ml_policy["numNodes"] = draw(st.integers(1, 12))
+        # MPI only with the upstream runtimes' mlPolicy.numNodes of 1: beyond it the preview differs from upstream
+        # (see test_mpi_pod_counts_follow_the_upstream_controller_where_the_preview_differs).
+        ml_policy["numNodes"] = 1 if framework == "mpi" else draw(st.integers(1, 12))
     sequenced = draw(st.booleans())
     if framework == "mpi":
         launcher_as_node = draw(st.booleans())
         ml_policy["mpi"] = {"numProcPerNode": 1, "runLauncherAsNode": launcher_as_node}
         rjobs = [_rjob("launcher", ancestor="trainer", depends_on=["node"] if sequenced else None),
-                 _rjob("node", parallelism=draw(st.integers(1, 3)))]
+                 _rjob("node")]
     else:
         ml_policy["torch"] = {}
         rjobs = []
@@ -134,16 +136,32 @@ def test_the_portal_and_the_simulated_controller_expand_a_runtime_the_same_way(c
 
 def test_the_comparison_can_fail_when_one_side_miscounts_the_mpi_launcher():
     """Guard against a vacuous comparison: a launcher-as-node MPI gang differs from one without it."""
-    runtime = {"spec": {"mlPolicy": {"numNodes": 4, "mpi": {"runLauncherAsNode": True}},
+    runtime = {"spec": {"mlPolicy": {"numNodes": 1, "mpi": {"runLauncherAsNode": True}},
                         "scheduling": {"schedulingPolicy": {"gang": {}}},
                         "template": {"spec": {"replicatedJobs": [_rjob("launcher", ancestor="trainer"),
                                                                  _rjob("node")]}}}}
-    as_node = _sandbox(runtime, None)
+    as_node = _sandbox(runtime, 4)
     runtime["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = False
-    separate = _sandbox(runtime, None)
+    separate = _sandbox(runtime, 4)
     assert as_node[0] == {"launcher": (1, 1), "node": (1, 3)} and separate[0]["node"] == (1, 4)
     assert as_node[1][0][1] == 4 and separate[1][0][1] == 5  # minCount: 1 launcher + 3 nodes vs 1 + 4
-    assert _portal(runtime, None) == separate
+    assert _portal(runtime, 4) == separate
+
+
+@pytest.mark.parametrize(("ml_nodes", "node_parallelism", "trainjob_nodes", "expected"), [
+    # The runtime gives the trainer-ancestor ReplicatedJob (the launcher) mlPolicy.numNodes pods
+    # (trainingruntime.go); the MPI plugin sets `node` only from the TrainJob's numNodes (mpi.go).
+    (4, 1, None, {"launcher": (1, 4), "node": (1, 1)}),
+    (4, 1, 6, {"launcher": (1, 4), "node": (1, 5)}),
+    (1, 3, None, {"launcher": (1, 1), "node": (1, 3)}),
+])
+def test_mpi_pod_counts_follow_the_upstream_controller_where_the_preview_differs(ml_nodes, node_parallelism,
+                                                                                trainjob_nodes, expected):
+    runtime = {"spec": {"mlPolicy": {"numNodes": ml_nodes, "mpi": {"runLauncherAsNode": True}},
+                        "template": {"spec": {"replicatedJobs": [
+                            _rjob("launcher", ancestor="trainer"), _rjob("node", parallelism=node_parallelism)]}}}}
+    # The preview gives the launcher 1 pod and `node` numNodes (or numNodes - 1) from mlPolicy.numNodes too.
+    assert _sandbox(runtime, trainjob_nodes)[0] == expected
 
 
 @pytest.mark.parametrize(("scheduling", "message"), [
