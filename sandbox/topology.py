@@ -8,6 +8,7 @@ tainted) so that the scheduler's explanations and the portal's exclusion counts 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
 
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -106,17 +107,13 @@ def _large_nodes(block_key: str) -> list[dict]:
     return nodes
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+def _node_id(name: str, what: str) -> str:
+    """Returns a stable 32-hex-digit id of a node (as a kubelet reports machine and boot ids)."""
+    return hashlib.sha256(f"{what}:{name}".encode()).hexdigest()[:32]
 
 
-def _uuid(digest: str) -> str:
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
-
-
-def _internal_ip(name: str) -> str:
-    number = int(_digest(name, "ip")[:6], 16)
-    return f"10.0.{(number >> 8) & 255}.{max(number & 255, 1)}"
+def _node_uuid(name: str) -> str:
+    return str(uuid.UUID(_node_id(name, "system")))
 
 
 def make_node(
@@ -169,18 +166,19 @@ def make_node(
             "capacity": dict(resources),
             "allocatable": dict(resources),
             "conditions": [ready_condition],
-            "addresses": [{"type": "InternalIP", "address": _internal_ip(name)}, {"type": "Hostname", "address": name}],
-            "nodeInfo": {  # every field a kubelet reports (typed clients require them)
-                "kubeletVersion": "v1.37.0-sandbox",
-                "kubeProxyVersion": "v1.37.0-sandbox",
-                "containerRuntimeVersion": "containerd://2.1.0-sandbox",
+            "addresses": [{"type": "Hostname", "address": name}],
+            "nodeInfo": {
+                "machineID": _node_id(name, "machine"),
+                "systemUUID": _node_uuid(name),
+                "bootID": _node_id(name, "boot"),
                 "kernelVersion": "6.8.0-sandbox",
-                "osImage": "Ubuntu 24.04 LTS (simulated)",
+                "osImage": "Sandbox Linux",
+                "containerRuntimeVersion": "sandbox://1",
+                "kubeletVersion": "v1.37.0-sandbox",
+                "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
-                "machineID": _digest(name, "machine")[:32],
-                "systemUUID": _uuid(_digest(name, "system")),
-                "bootID": _uuid(_digest(name, "boot")),
             },
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         },
     }
