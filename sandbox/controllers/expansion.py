@@ -125,14 +125,13 @@ class Plan:
                                                             "podGroupTemplateName": group.template}}
             else:
                 spec["workloadRef"] = {"workloadName": self.workload_name, "templateName": group.template}
-            result.append({
-                "apiVersion": flavour.scheduling_api_version,
-                "kind": "PodGroup",
-                "metadata": {"name": group.name, "namespace": meta(trainjob).get("namespace", "default"),
-                             "ownerReferences": [_owner(trainjob, controller=True), workload_owner],
-                             "finalizers": [PROTECTION_FINALIZER]},
-                "spec": spec,
-            })
+            metadata = {"name": group.name, "namespace": meta(trainjob).get("namespace", "default"),
+                        "ownerReferences": [_owner(trainjob, controller=True), workload_owner]}
+            if flavour.scheduling_version != "v1alpha2":
+                # 1.37 protects leaf PodGroups (the API server adds this too; set here for servers that do not).
+                metadata["finalizers"] = [PROTECTION_FINALIZER]
+            result.append({"apiVersion": flavour.scheduling_api_version, "kind": "PodGroup", "metadata": metadata,
+                           "spec": spec})
         return result
 
 

@@ -99,9 +99,9 @@ def test_a_gang_that_cannot_be_evaluated_gets_scheduler_error(cluster: Cluster):
 def test_it_records_scheduled_and_failed_scheduling_events_as_kube_scheduler_does(cluster: Cluster):
     cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
     cluster.submit(trainjob("fits", "torch-gang-zone", num_nodes=2))
+    cluster.wait(lambda: is_true(_group_of(cluster, "fits"), SCHEDULED))
     cluster.submit(trainjob("too-big", "torch-gang-zone", num_nodes=40))
-    cluster.wait(lambda: is_true(_group_of(cluster, "fits"), SCHEDULED)
-                 and condition(_group_of(cluster, "too-big"), SCHEDULED))
+    cluster.wait(lambda: condition(_group_of(cluster, "too-big"), SCHEDULED))
 
     def events_for(kind: str, reason: str) -> list[dict]:
         return [e for e in cluster.events() if e["involvedObject"]["kind"] == kind and e["reason"] == reason]
