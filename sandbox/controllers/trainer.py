@@ -186,6 +186,7 @@ class TrainerController:
         self._slots: dict[tuple[str, str, int, int], tuple[int, str]] = {}
         self._slot_of: dict[str, tuple[tuple[str, str, int, int], int]] = {}  # pod key -> its slot, while planned
         self._warned: set[str] = set()
+        self._resume_sent: dict[str, str | None] = {}  # UID -> resourceVersion the Resumed condition was written on
         self._scheduling_deleted: set[str] = set()  # UIDs of suspended TrainJobs whose scheduling objects are gone
         # TrainJob UID -> {PodGroup name: the object as created} (Events need its UID)
         self._group_objects: dict[str, dict[str, dict]] = {}
@@ -211,6 +212,7 @@ class TrainerController:
             self._runtimes_read.pop(uid, None)
             self._scheduling_created = {key for key in self._scheduling_created if key[0] != uid}
             self._scheduling_deleted.discard(uid)
+            self._resume_sent.pop(uid, None)
             self._warned.discard(uid)
             for name in self._group_objects.pop(uid, {}):
                 self._deadlocks_reported.discard(name)
@@ -304,8 +306,11 @@ class TrainerController:
         else:
             self._scheduling_deleted.discard(uid)
             if condition_is_true(trainjob, "Suspended"):
-                # Resume first: the new incarnation (and so every new object name) follows this condition.
-                self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
+                # Resume first: the new incarnation (and so every new object name) follows this condition. Written
+                # once per version of the TrainJob, so a lagging cache cannot start a second incarnation.
+                if self._resume_sent.get(uid) != tj_meta.get("resourceVersion"):
+                    self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
+                    self._resume_sent[uid] = tj_meta.get("resourceVersion")
                 return
             key = (uid, incarnation)
             waits = startup_waits(runtime, plan, jobs_status(plan, pods, False))
