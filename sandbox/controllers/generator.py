@@ -6,8 +6,8 @@ runtime with `spec.scheduling` per level, and an urgent-priority zone gang). It 
 `story.py` (every state within a few minutes) and, every `60 / rate` seconds, submits a TrainJob of a random size
 against a random demo runtime, with a run time annotation (and, for a few, a failure), so jobs queue (Unschedulable
 gangs), get admitted, run and complete. numNodes of random jobs is halved until the job would fit the empty
-cluster, so no random job waits forever. It never has more than `max_active` unfinished generated jobs per
-namespace and deletes the oldest finished ones beyond `keep_finished`.
+cluster, so no random job waits forever. It never has more than `max_active` unfinished generated jobs (all
+namespaces together) and deletes the oldest finished ones of a namespace beyond `keep_finished`.
 
 Every TrainJob is created with `fieldManager=<user>` (alice, amir in team-a; bea, bruno in team-b), so its creator is
 the manager of its first `metadata.managedFields` entry, as on a real cluster where the client names itself.
@@ -237,9 +237,10 @@ class Generator:
         """Submit one TrainJob if below max_active, prune old finished ones; return the new job's name or None."""
         self.index += 1
         namespace = self.config.namespaces[self.index % len(self.config.namespaces)]
-        generated = [j for j in self.trainjobs.items()
-                     if (meta(j).get("labels") or {}).get(GENERATED_LABEL) == "true"
-                     and meta(j).get("namespace") == namespace]
+        everywhere = [j for j in self.trainjobs.items()
+                      if (meta(j).get("labels") or {}).get(GENERATED_LABEL) == "true"
+                      and meta(j).get("namespace") in self.config.namespaces]
+        generated = [j for j in everywhere if meta(j).get("namespace") == namespace]
         finished = [j for j in generated if condition_is_true(j, "Complete") or condition_is_true(j, "Failed")]
         excess = len(finished) - self.config.keep_finished
         oldest = sorted(finished, key=lambda j: (meta(j).get("creationTimestamp") or "", meta(j)["name"]))
@@ -248,7 +249,8 @@ class Generator:
                 self.client.delete(trainjob_path(namespace, meta(job)["name"]))
             except ApiError as error:
                 log.info("pruning %s failed: %s", meta(job)["name"], error)
-        if len(generated) - len(finished) >= self.config.max_active:
+        unfinished = [j for j in everywhere if not (condition_is_true(j, "Complete") or condition_is_true(j, "Failed"))]
+        if len(unfinished) >= self.config.max_active:  # across the namespaces, so the load does not grow with them
             return None
         runtimes = sorted((r for r in self.cluster_runtimes.items()
                            if (meta(r).get("labels") or {}).get(STORY_ONLY_LABEL) != "true"),
