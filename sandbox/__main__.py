@@ -10,8 +10,8 @@ import sys
 import threading
 from typing import Any
 
+from sandbox.apiserver.server import ServerConfig, build_registry, make_server
 from sandbox.kubeconfig import write_kubeconfig
-from sandbox.server import ServerConfig, build_registry, make_server
 
 DEFAULT_BLOCK_KEY = "cloud.provider.com/topology-block"
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
           f"kubeconfig {args.kubeconfig})", flush=True)
     stop.wait()
     server.shutdown_all()
-    registry.stop_gc()
+    registry.gc.stop()
     server.server_close()
     print("sandbox stopped", flush=True)
     return 0

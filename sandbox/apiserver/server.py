@@ -20,13 +20,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox import discovery, tables
-from sandbox.errors import ApiError, bad_request
+from sandbox.apiserver import discovery, tables
+from sandbox.apiserver.errors import ApiError, bad_request
+from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
+from sandbox.apiserver.registry import Registry
+from sandbox.apiserver.resources import ResourceType
+from sandbox.apiserver.store import Entry, Store, dumps
+from sandbox.apiserver.watch import WatchRequest, parse_bool
 from sandbox.faults import STATUS_REASONS, Fault, Faults, FaultSpecError
-from sandbox.registry import PATCH_APPLY, Registry, WriteOptions, strip_chars
-from sandbox.resources import ResourceType
-from sandbox.store import Entry, Store, dumps
-from sandbox.watch import WatchRequest, parse_bool
 
 log = logging.getLogger("sandbox")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -526,5 +527,5 @@ def build_registry(kube_version: str, nodes: list[dict[str, Any]] | None = None,
 
     registry = Registry(Store(history_limit=history_limit), kube_version)
     registry.bootstrap(load_crds(), nodes or [])
-    registry.start_gc()
+    registry.gc.start()
     return registry
