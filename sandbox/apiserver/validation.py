@@ -42,6 +42,7 @@ def validate_write(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
     causes += validate_owner_references(obj["metadata"].get("ownerReferences") or ())
     causes += validate_labels(obj["metadata"].get("labels"))
     if not rt.builtin and rt.schema is not None:
+        schemas.normalize_numbers(obj)
         unknown: list[str] = []
         schemas.prune(rt.schema, obj, removed=unknown)
         if unknown and opts is not None:
@@ -49,6 +50,7 @@ def validate_write(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
         schemas.apply_defaults(rt.schema, obj)
         causes += schemas.validate(rt.schema, obj, old, skip_status=rt.has_status and subresource != "status")
     elif rt.key == ("", "pods"):
+        causes += quantities_as_strings(obj.get("spec"))
         causes += validate_pod(obj, old)
     elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes += validate_crd(obj, old)
@@ -64,6 +66,43 @@ def unknown_fields(rt: ResourceType, unknown: list[str], opts: WriteOptions) -> 
                           f"strict decoding error: {detail}")
     if opts.field_validation == "Warn":
         opts.warnings.extend(f'unknown field "{u}"' for u in unknown)
+
+
+_QUANTITY_SUFFIXES = ((1, ""), (1000, "m"), (1_000_000, "u"), (1_000_000_000, "n"))
+
+
+def _quantity_text(value: int | float) -> str | None:
+    """Returns the canonical quantity string of a JSON number (`8` → "8", `0.5` → "500m"), None if it has none."""
+    for factor, suffix in _QUANTITY_SUFFIXES:
+        scaled = value * factor
+        if float(scaled).is_integer():
+            return f"{int(scaled)}{suffix}"
+    return None
+
+
+def quantities_as_strings(pod_spec: Any) -> list[Cause]:
+    """Rewrites numeric resource quantities of a pod spec's containers as quantity strings, in place, as the
+    apiserver's Quantity decoding does (`{"cpu": 8}` is stored as `"8"`). Returns causes for values that are
+    neither numbers nor strings."""
+    causes: list[Cause] = []
+    if not isinstance(pod_spec, dict):
+        return causes
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(pod_spec.get(group) or ()):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            for kind in ("requests", "limits"):
+                values = resources.get(kind) if isinstance(resources, dict) else None
+                for name, value in (values or {}).items() if isinstance(values, dict) else ():
+                    field = f"spec.{group}[{i}].resources.{kind}[{name}]"
+                    text = (_quantity_text(value) if isinstance(value, int | float) and not isinstance(value, bool)
+                            else value if isinstance(value, str) else None)
+                    if text is None:
+                        causes.append({"reason": "FieldValueInvalid", "field": field,
+                                       "message": f"Invalid value: {json.dumps(value)}: must be a quantity such "
+                                                  f'as "8", "500m" or "16Gi"'})
+                    else:
+                        values[name] = text
+    return causes
 
 
 def validate_owner_references(refs: Any) -> list[Cause]:
