@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from sandbox.apiserver import workloads
 from sandbox.apiserver.apply import ApplyConflict, now, server_side_apply, track_update
 from sandbox.apiserver.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
 from sandbox.apiserver.gc import GarbageCollector
@@ -53,9 +54,10 @@ def _meta_for_compare(meta: dict[str, Any]) -> dict[str, Any]:
 class Registry:
     """All served resource types and the operations on them."""
 
-    def __init__(self, store: Store, kube_version: str = "1.37") -> None:
+    def __init__(self, store: Store, kube_version: str = "1.37", gates: dict[str, bool] | None = None) -> None:
         self.store = store
         self.kube_version = kube_version
+        self.gates = {**workloads.DEFAULT_GATES, **(gates or {})}
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self._initial: list[tuple[tuple[str, str], Entry]] = []
         self.gc = GarbageCollector(self)
@@ -310,6 +312,8 @@ class Registry:
                      "message": "the initial names have been accepted", "lastTransitionTime": now()}]}
         elif rt.has_status and rt.key != ("", "nodes"):
             obj.pop("status", None)
+        if rt.key in workloads.KEYS:
+            workloads.prepare(rt, obj, None, self.gates)
 
     # -- update / patch / apply ------------------------------------------------------------------------------
     def replace(self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str,
@@ -451,6 +455,8 @@ class Registry:
                 new_meta.pop(key, None)
         if rt.key == ("", "namespaces") and subresource != "status":
             obj["status"] = copy.deepcopy(old_obj.get("status", {}))
+        if rt.key in workloads.KEYS and subresource != "status":
+            workloads.prepare(rt, obj, old_obj, self.gates)
         validate_write(rt, obj, old_obj, subresource, opts)
         if track:
             track_update(old_obj, obj, opts.manager, rt.api_version, rt.list_type, subresource)

@@ -1,8 +1,8 @@
 """Validation of written objects, as kube-apiserver's per-kind strategies and the CRD handler do it.
 
 `validate_write` is the one entry point: object metadata (name, ownerReferences, labels), then the kind's rules
-(Pod, CustomResourceDefinition, scheduling.k8s.io Workload/PodGroup) or, for custom resources, the structural
-schema (prune unknown fields → defaults → validate). It raises `ApiError` 422 Invalid with `details.causes[]`
+(Pod, CustomResourceDefinition, scheduling.k8s.io Workload/PodGroup in `workloads`) or, for custom resources, the
+structural schema (prune unknown fields → defaults → validate). It raises `ApiError` 422 Invalid with `details.causes[]`
 (reason, message, field) like the apiserver, or 400 for unknown fields under `fieldValidation=Strict`.
 """
 
@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 from sandbox.apiserver import schema as schemas
+from sandbox.apiserver import workloads
 from sandbox.apiserver.errors import bad_request, invalid
+from sandbox.apiserver.names import DNS_LABEL, DNS_SUBDOMAIN, LABEL_NAME, is_qualified_name
 from sandbox.apiserver.options import WriteOptions
 from sandbox.apiserver.resources import ResourceType
 
 Cause = dict[str, str]
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def validate_write(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str,
@@ -54,6 +53,8 @@ def validate_write(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
         causes += validate_pod(obj, old)
     elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         causes += validate_crd(obj, old)
+    elif rt.key in workloads.KEYS:
+        causes += workloads.validate(rt, obj, old)
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 
@@ -122,9 +123,6 @@ def validate_owner_references(refs: Any) -> list[Cause]:
     return causes
 
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
 def validate_labels(labels: Any) -> list[dict[str, str]]:
     """Returns causes for label keys/values the apiserver rejects (qualified names, 63-char values)."""
     if not isinstance(labels, dict):
@@ -132,14 +130,12 @@ def validate_labels(labels: Any) -> list[dict[str, str]]:
                                            "message": "Invalid value: labels must be a map of strings"}]
     causes = []
     for key, value in labels.items():
-        prefix, _, name = key.rpartition("/")
-        if (not name or len(name) > 63 or not _LABEL_NAME.match(name)
-                or (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)))):
+        if not is_qualified_name(key):
             causes.append({"reason": "FieldValueInvalid", "field": "metadata.labels",
                            "message": f'Invalid value: "{key}": name part must consist of alphanumeric characters, '
                                       f"'-', '_' or '.', and must start and end with an alphanumeric character "
                                       f"(at most 63 characters, optional DNS subdomain prefix)"})
-        if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.match(value)):
+        if not isinstance(value, str) or len(value) > 63 or (value and not LABEL_NAME.match(value)):
             causes.append({"reason": "FieldValueInvalid", "field": f"metadata.labels.{key}",
                            "message": f"Invalid value: {json.dumps(value)}: a valid label must be an empty string or "
                                       f"consist of alphanumeric characters, '-', '_' or '.', and must start and end "

@@ -167,18 +167,26 @@ def test_deleting_a_trainjob_collects_its_workload_podgroups_and_pods(cluster, c
         "spec": {"workloadRef": {"workloadName": "gc-abc", "templateName": "gc"},
                  "schedulingPolicy": {"gang": {"minCount": 1}}}})
     member = pod("gc-node-0", schedulingGroup={"podGroupName": "gc-abc-x"})
-    member["metadata"]["ownerReferences"] = [_owner_ref(group)]
+    member["metadata"]["ownerReferences"] = [_owner_ref(job)]  # pods belong to the (Job of the) TrainJob
     core.create_namespaced_pod("default", member)
     unrelated = core.create_namespaced_pod("default", pod("keep"))
+    assert group["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
     custom.delete_namespaced_custom_object(TRAINER, "v1alpha1", "default", "trainjobs", "gc")
 
     def collected():
         objects = cluster.dump()["objects"]
-        return not objects.get("workloads.scheduling.k8s.io") and not objects.get("podgroups.scheduling.k8s.io") \
+        return not objects.get("workloads.scheduling.k8s.io") \
             and [p["metadata"]["name"] for p in objects.get("pods", [])] == ["keep"]
 
     cluster.wait_until(collected)
     assert core.read_namespaced_pod("keep", "default").metadata.uid == unrelated.metadata.uid
+    # The PodGroup waits for kube-controller-manager's protection controller to drop its finalizer.
+    held = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1beta1", "default", "podgroups", "gc-abc-x")
+    assert held["metadata"]["deletionTimestamp"]
+    assert held["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
+    custom.patch_namespaced_custom_object("scheduling.k8s.io", "v1beta1", "default", "podgroups", "gc-abc-x",
+                                          {"metadata": {"finalizers": None}})
+    cluster.wait_until(lambda: not cluster.dump()["objects"].get("podgroups.scheduling.k8s.io"))
 
 
 def test_orphan_propagation_keeps_dependents_without_the_owner_reference(cluster, core, custom):
