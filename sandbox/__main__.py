@@ -1,6 +1,6 @@
 """CLI: `python -m sandbox --port PORT --kubeconfig PATH [--topology demo|large|none] [--no-controllers]
-[--kube-version 1.37|1.36] [--block-key KEY] [--gate NAME=true|false ...]`. Prints `sandbox ready at <url>` once it
-listens."""
+[--kube-version 1.37|1.36] [--block-key KEY] [--gate NAME=true|false ...] [--trainer-crd VARIANT]`.
+Prints `sandbox ready at <url>` once it listens."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from sandbox.apiserver.server import ServerConfig, build_registry, make_server
 from sandbox.apiserver.workloads import DEFAULT_GATES
+from sandbox.bootstrap import TRAINER_CRD_V24_V1BETA1, TRAINER_CRD_VARIANTS, load_crds
 from sandbox.kubeconfig import write_kubeconfig
 
 DEFAULT_BLOCK_KEY = "cloud.provider.com/topology-block"
@@ -35,6 +36,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gate", action="append", default=[], metavar="NAME=true|false",
                         help="set an API-server feature gate, e.g. TopologyAwareWorkloadScheduling=false (repeatable; "
                              "comma-separated pairs work too); known: " + ", ".join(sorted(DEFAULT_GATES)))
+    parser.add_argument("--trainer-crd", choices=TRAINER_CRD_VARIANTS, default=TRAINER_CRD_V24_V1BETA1,
+                        help="Trainer runtime CRDs to install: v2.4 with the 1.37 embedded scheduling types "
+                             "(default), v2.4 with the 1.36 (v1alpha2) types, or v2.3 without spec.scheduling")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     try:
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     nodes = _preset_nodes(args.topology, args.block_key)
-    registry = build_registry(args.kube_version, nodes, history_limit=args.history, gates=args.gates)
+    registry = build_registry(args.kube_version, nodes, history_limit=args.history,
+                              crds=load_crds(variant=args.trainer_crd), gates=args.gates)
     config = ServerConfig(kube_version=args.kube_version, watch_timeout=args.watch_timeout,
                           bookmark_interval=args.bookmark_interval, verbose=args.verbose)
     server = make_server(args.host, args.port, registry, config)
@@ -104,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         start_controllers(server.url, kube_version=args.kube_version, stop=stop)
     off = ", ".join(f"{name}=false" for name, on in sorted(registry.gates.items()) if not on)
     print(f"sandbox ready at {server.url} (kube {args.kube_version}, {len(nodes)} nodes, "
-          f"kubeconfig {args.kubeconfig}{', gates ' + off if off else ''})", flush=True)
+          f"kubeconfig {args.kubeconfig}, trainer CRDs {args.trainer_crd}{', gates ' + off if off else ''})",
+          flush=True)
     stop.wait()
     server.shutdown_all()
     registry.gc.stop()

@@ -42,6 +42,27 @@ def _target_sets_disjoint(scheduling: dict[str, Any]) -> bool:
     )
 
 
+_LEVEL_1_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
+_EVERY_RJOB_TARGETED = (
+    "!has(self.scheduling) || !has(self.scheduling.replicatedJobs) || has(self.scheduling.schedulingPolicy) || "
+    "has(self.scheduling.schedulingConstraints) || has(self.scheduling.disruptionMode) || "
+    "self.template.spec.replicatedJobs.all(rj, self.scheduling.replicatedJobs.filter(e, rj.name in "
+    "e.targetReplicatedJobs).size() == 1)")
+
+
+def _mistargeted(spec: dict[str, Any]) -> list[str]:
+    """Returns the template's ReplicatedJob names not targeted by exactly one scheduling.replicatedJobs entry (none
+    when the rule does not apply: no scheduling.replicatedJobs, or a level-1 field is set)."""
+    scheduling = spec.get("scheduling")
+    if not isinstance(scheduling, dict) or scheduling.get("replicatedJobs") is None \
+            or any(_has(scheduling, f) for f in _LEVEL_1_FIELDS):
+        return []
+    entries = scheduling["replicatedJobs"] or []
+    rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    return [rj.get("name", "") for rj in rjobs
+            if sum(1 for e in entries if rj.get("name") in (e.get("targetReplicatedJobs") or ())) != 1]
+
+
 # Rule text → predicate(self, oldSelf) returning True when valid.
 CEL_RULES: dict[str, Callable[[Any, Any], bool]] = {
     "self == oldSelf": lambda s, o: s == o,
@@ -72,6 +93,25 @@ CEL_RULES: dict[str, Callable[[Any, Any], bool]] = {
         lambda s, o: _target_sets_disjoint(s),
     "has(self.basic) != has(self.gang)": lambda s, o: _has(s, "basic") != _has(s, "gang"),
     "has(self.single) != has(self.all)": lambda s, o: _has(s, "single") != _has(s, "all"),
+    # v2.4.0: ReplicatedJob names in runtimes are at most 20 characters (#4394).
+    "size(self.name) <= 20": lambda s, o: len(s.get("name") or "") <= 20,
+    # v2.4.0 (KEP-3015): with replicatedJobs and no level-1 field, every ReplicatedJob is targeted exactly once.
+    _EVERY_RJOB_TARGETED: lambda s, o: not _mistargeted(s),
+}
+
+# messageExpression text → function of self returning the message.
+CEL_MESSAGES: dict[str, Callable[[Any], str]] = {
+    "'ReplicatedJob name ' + self.name + ' is ' + string(size(self.name)) + ' characters; ReplicatedJob names in "
+    "runtimes must be at most 20 characters'":
+        lambda s: f"ReplicatedJob name {s['name']} is {len(s['name'])} characters; ReplicatedJob names in runtimes "
+                  f"must be at most 20 characters",
+    "'when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime template must be "
+    "targeted by exactly one entry; not targeted exactly once: ' + self.template.spec.replicatedJobs.filter(rj, "
+    "self.scheduling.replicatedJobs.filter(e, rj.name in e.targetReplicatedJobs).size() != 1).map(rj, rj.name)"
+    ".join(', ')":
+        lambda s: "when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime "
+                  "template must be targeted by exactly one entry; not targeted exactly once: "
+                  + ", ".join(_mistargeted(s)),
 }
 
 unknown_rules: set[str] = set()
@@ -82,6 +122,7 @@ def _normalize_rule(rule: str) -> str:
 
 
 _RULES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_RULES.items()}
+_MESSAGES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_MESSAGES.items()}
 
 
 def _fmt(value: Any) -> str:
@@ -237,7 +278,6 @@ def _validate(schema: dict[str, Any], value: Any, old: Any, path: str, causes: l
                              f"Invalid value: \"{found}\": {path or '<root>'} in body must be of type "
                              f"{_expected_type(schema)}: \"{found}\""))
         return
-    before = len(causes)
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_quoted(v) for v in schema["enum"])
         causes.append(_cause("FieldValueNotSupported", path,
@@ -253,8 +293,8 @@ def _validate(schema: dict[str, Any], value: Any, old: Any, path: str, causes: l
         _validate_list(schema, value, old, path, causes)
     elif isinstance(value, dict):
         _validate_object(schema, value, old, path, causes, root, skip_status)
-    if len(causes) == before:
-        _validate_rules(schema, value, old, path, causes)
+    # CEL rules run beside the structural checks, as the apiserver's CEL validator does.
+    _validate_rules(schema, value, old, path, causes)
 
 
 def _quoted(value: Any) -> str:
@@ -419,6 +459,8 @@ def _validate_rules(schema: dict[str, Any], value: Any, old: Any, path: str, cau
             field = path
             if rule.get("fieldPath"):
                 field = path + rule["fieldPath"] if rule["fieldPath"].startswith(".") else rule["fieldPath"]
-            message = rule.get("message") or f"failed rule: {text}"
+            expression = _MESSAGES_NORMALIZED.get(_normalize_rule(rule.get("messageExpression") or ""))
+            message = (expression(value) if expression is not None else None) or rule.get("message") \
+                or f"failed rule: {text}"
             causes.append(_cause(rule.get("reason", "FieldValueInvalid"), field or "<root>",
-                                 f"Invalid value: {_fmt(value)}: {message}"))
+                                 f"Invalid value: \"{_type_name(value)}\": {message}"))
