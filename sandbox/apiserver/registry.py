@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.apiserver import workloads
+from sandbox.apiserver import defaults, workloads
 from sandbox.apiserver.apply import ApplyConflict, now, server_side_apply, track_update
 from sandbox.apiserver.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
 from sandbox.apiserver.gc import GarbageCollector
@@ -103,6 +103,9 @@ class Registry:
             crd_type = self.resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             for crd in crds:
                 self._insert(crd_type, crd)
+            priority_type = self.resolve("scheduling.k8s.io", "v1", "priorityclasses")
+            for priority_class in defaults.system_priority_classes():
+                self._insert(priority_type, priority_class)
             node_type = self.resolve("", "v1", "nodes")
             for node in nodes:
                 self._insert(node_type, node)
@@ -287,10 +290,14 @@ class Registry:
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", now())
-        meta["generation"] = 1
+        if rt.generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        """Applies per-kind create rules: status reset, namespace phase, pod defaults, CRD status."""
+        """Applies per-kind create rules: server defaults, status reset, namespace phase, pod defaults, CRD status."""
+        defaults.apply(rt, obj)
         if rt.key == ("", "namespaces"):
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
@@ -455,12 +462,13 @@ class Registry:
                 new_meta.pop(key, None)
         if rt.key == ("", "namespaces") and subresource != "status":
             obj["status"] = copy.deepcopy(old_obj.get("status", {}))
+        defaults.apply(rt, obj)
         if rt.key in workloads.KEYS and subresource != "status":
             workloads.prepare(rt, obj, old_obj, self.gates)
         validate_write(rt, obj, old_obj, subresource, opts)
         if track:
             track_update(old_obj, obj, opts.manager, rt.api_version, rt.list_type, subresource)
-        if self._spec_changed(rt, old_obj, obj):
+        if rt.generation and self._spec_changed(rt, old_obj, obj):
             new_meta["generation"] = old_meta.get("generation", 1) + 1
         if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             if opts.dry_run:

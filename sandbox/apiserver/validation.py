@@ -12,8 +12,8 @@ import copy
 import json
 from typing import Any
 
+from sandbox.apiserver import defaults, workloads
 from sandbox.apiserver import schema as schemas
-from sandbox.apiserver import workloads
 from sandbox.apiserver.errors import bad_request, invalid
 from sandbox.apiserver.names import DNS_LABEL, DNS_SUBDOMAIN, LABEL_NAME, is_qualified_name
 from sandbox.apiserver.options import WriteOptions
@@ -55,6 +55,8 @@ def validate_write(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | 
         causes += validate_crd(obj, old)
     elif rt.key in workloads.KEYS:
         causes += workloads.validate(rt, obj, old)
+    else:
+        causes += defaults.validate(rt, obj, old)
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 
