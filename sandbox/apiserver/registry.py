@@ -18,6 +18,7 @@ from typing import Any
 
 from sandbox.apiserver import defaults, workloads
 from sandbox.apiserver.apply import ApplyConflict, now, server_side_apply, track_update
+from sandbox.apiserver.decode import POD_OUTLINE, decode
 from sandbox.apiserver.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
 from sandbox.apiserver.gc import GarbageCollector
 from sandbox.apiserver.options import PATCH_APPLY, PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, WriteOptions
@@ -219,6 +220,7 @@ class Registry:
         """Creates an object; returns (201, entry). Raises 409 AlreadyExists, 404 for a missing namespace,
         400 for a body of the wrong kind and 422 Invalid."""
         obj = self._check_body(rt, body, namespace)
+        self._decode(rt, obj, opts)
         meta = obj["metadata"]
         if not meta.get("name"):
             if meta.get("generateName"):
@@ -285,6 +287,13 @@ class Registry:
             raise ApiError(403, "Forbidden", f'{rt.plural}{"." + rt.group if rt.group else ""} is forbidden: '
                                              f"unable to create new content in namespace {ns} because it is being "
                                              f"terminated", {"kind": rt.plural})
+
+    @staticmethod
+    def _decode(rt: ResourceType, obj: dict[str, Any], opts: WriteOptions) -> None:
+        """The typed decoding: ObjectMeta of every kind, the whole body of Workloads and PodGroups (wrong JSON types
+        → 400, unknown fields per fieldValidation)."""
+        shape = workloads.shape(rt) if rt.key in workloads.KEYS else POD_OUTLINE if rt.key == ("", "pods") else None
+        decode(rt, obj, shape, opts)
 
     def _initialize_metadata(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -400,6 +409,7 @@ class Registry:
             raise bad_request(f'the name of the object ({config["metadata"].get("name")}) does not match the name '
                               f"on the URL ({name})")
         config["metadata"]["name"] = name
+        self._decode(rt, config, opts)
         with self.store.lock:
             ns = config["metadata"].get("namespace", "")
             old = self.store.get(rt.key, ns, name)
@@ -407,7 +417,7 @@ class Registry:
                 if subresource:
                     raise not_found(rt.plural, name, rt.group)
                 self._check_namespace_exists(rt, ns)
-                obj = server_side_apply(None, config, opts.manager, rt.api_version, rt.list_type, opts.force)
+                obj = self._server_side_apply(rt, None, config, opts)
                 obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
                 meta = obj["metadata"]
                 for key in _STRIP_ON_WRITE:
@@ -420,14 +430,25 @@ class Registry:
             precondition = config["metadata"].get("resourceVersion")
             live = _copy(old)
             try:
-                obj = server_side_apply(live, config, opts.manager, rt.api_version, rt.list_type, opts.force,
-                                        subresource)
+                obj = self._server_side_apply(rt, live, config, opts, subresource)
             except ApplyConflict as exc:
                 details = {"name": name, "kind": rt.plural, "causes": exc.causes()}
                 if rt.group:
                     details["group"] = rt.group
                 raise ApiError(409, "Conflict", exc.message(), details)
             return self.update(rt, old, obj, subresource, opts, precondition_rv=precondition, track=False)
+
+    @staticmethod
+    def _server_side_apply(rt: ResourceType, live: dict[str, Any] | None, config: dict[str, Any],
+                           opts: WriteOptions, subresource: str = "") -> dict[str, Any]:
+        """Returns the applied object. Raises ApplyConflict, and 400 BadRequest when the configuration's shape does
+        not fit the live object's (a list where the schema has an object, an item that is not an object, …)."""
+        try:
+            return server_side_apply(live, config, opts.manager, rt.api_version, rt.list_type, opts.force,
+                                     subresource)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:
+            raise bad_request(f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): the applied "
+                              f"configuration does not match the object's structure ({type(exc).__name__}: {exc})")
 
     def update(self, rt: ResourceType, old: Entry, obj: dict[str, Any], subresource: str, opts: WriteOptions,
                precondition_rv: str | None, track: bool = True) -> tuple[int, Entry]:
@@ -462,6 +483,7 @@ class Registry:
                 new_meta.pop(key, None)
         if rt.key == ("", "namespaces") and subresource != "status":
             obj["status"] = copy.deepcopy(old_obj.get("status", {}))
+        self._decode(rt, obj, opts)
         defaults.apply(rt, obj)
         if rt.key in workloads.KEYS and subresource != "status":
             workloads.prepare(rt, obj, old_obj, self.gates)

@@ -54,6 +54,42 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 V1ALPHA2_DISRUPTION_MODES = ("Pod", "PodGroup")
 
 
+# -- typed decoding: the Go structs' JSON shapes (see decode.py) ------------------------------------------------
+_CONDITION = ("object", {"type": "string", "status": "string", "reason": "string", "message": "string",
+                         "lastTransitionTime": "string", "observedGeneration": "int"})
+_CLAIM = ("object", {"name": "string", "resourceClaimName": "string", "resourceClaimTemplateName": "string"})
+_POLICY = ("object", {"basic": ("object", {}), "gang": ("object", {"minCount": "int"})})
+_CONSTRAINTS = ("object", {"topology": ("list", ("object", {"key": "string"}))})
+_STATUS = ("object", {"conditions": ("list", _CONDITION),
+                      "resourceClaimStatuses": ("list", ("object", {"name": "string", "resourceClaimName": "string"}))})
+
+
+def _group_fields_shape(alpha2: bool) -> dict[str, Any]:
+    return {"schedulingPolicy": _POLICY, "schedulingConstraints": _CONSTRAINTS, "resourceClaims": ("list", _CLAIM),
+            "disruptionMode": "string" if alpha2 else ("object", {"single": ("object", {}), "all": ("object", {})}),
+            "priorityClassName": "string", "priority": "int",
+            **({} if alpha2 else {"preemptionPolicy": "string"})}
+
+
+def shape(rt: ResourceType) -> Any:
+    """Returns the JSON shape (decode.py) of a Workload or PodGroup of the served version, besides metadata."""
+    alpha2 = rt.version == "v1alpha2"
+    if rt.key == WORKLOADS:
+        template = ("object", {"name": "string", **_group_fields_shape(alpha2)})
+        spec = {"controllerRef": ("object", {"apiGroup": "string", "kind": "string", "name": "string"}),
+                "podGroupTemplates": ("list", template)}
+        if not alpha2:
+            spec["compositePodGroupTemplates"] = ("list", "any")
+        return ("object", {"spec": ("object", spec)})
+    ref = (("podGroupTemplateRef", ("object", {"workload": ("object", {"workloadName": "string",
+                                                                       "podGroupTemplateName": "string"})}))
+           if alpha2 else ("workloadRef", ("object", {"workloadName": "string", "templateName": "string"})))
+    spec = {ref[0]: ref[1], **_group_fields_shape(alpha2)}
+    if not alpha2:
+        spec["parentCompositePodGroupName"] = "string"
+    return ("object", {"spec": ("object", spec), "status": _STATUS})
+
+
 # -- strategy: defaults, finalizer, disabled fields ---------------------------------------------------------------
 def prepare(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, gates: dict[str, bool]) -> None:
     """Applies the create/update strategy to a Workload or PodGroup in place (defaults, finalizer, gated fields)."""

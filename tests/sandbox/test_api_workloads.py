@@ -263,8 +263,15 @@ def test_v1alpha2_workload_is_immutable_and_keeps_the_same_limits(sandbox_136):
                        workload("d", template("a"), template("a"), version="v1alpha2"))
     assert _causes(code, answer)["spec.podGroupTemplates[1]"]["reason"] == "FieldValueDuplicate"
     code, answer = raw(url, "POST", f"{ALPHA2}/workloads",
+                       workload("m", template("a", disruptionMode="All"), version="v1alpha2"))
+    assert _causes(code, answer)["spec.podGroupTemplates[0].disruptionMode"]["message"] == \
+        'Unsupported value: "All": supported values: "Pod", "PodGroup"'
+    code, answer = raw(url, "POST", f"{ALPHA2}/workloads",
                        workload("m", template("a", disruptionMode={"single": {}}), version="v1alpha2"))
-    assert _causes(code, answer)["spec.podGroupTemplates[0].disruptionMode"]["reason"] == "FieldValueNotSupported"
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == ('Workload in version "v1alpha2" cannot be handled as a Workload: json: cannot '
+                                 "unmarshal object into Go struct field Workload.spec.podGroupTemplates."
+                                 "disruptionMode of type string")
     body = copy.deepcopy(created)
     body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"] = 5
     code, answer = raw(url, "PUT", f"{ALPHA2}/workloads/w", body)
@@ -289,3 +296,64 @@ def test_v1alpha2_pod_group_rules(sandbox_136):
                           "spec.podGroupTemplateRef")]:
         code, answer = raw(url, "PATCH", f"{ALPHA2}/podgroups/pg", patch, MERGE)
         assert _causes(code, answer)[field]["message"].endswith("field is immutable")
+
+
+# -- typed decoding: wrong JSON types are 400, unknown fields are pruned ------------------------------------------
+ODD_VALUES = ["x", 5, 8.5, True, [], {}, ["x"], [5], {"a": 1}]
+WORKLOAD_FIELDS = [("spec",), ("spec", "controllerRef"), ("spec", "podGroupTemplates"),
+                   ("spec", "podGroupTemplates", 0), ("spec", "podGroupTemplates", 0, "name"),
+                   ("spec", "podGroupTemplates", 0, "schedulingPolicy"),
+                   ("spec", "podGroupTemplates", 0, "schedulingPolicy", "gang", "minCount"),
+                   ("spec", "podGroupTemplates", 0, "schedulingConstraints", "topology"),
+                   ("spec", "podGroupTemplates", 0, "resourceClaims"), ("spec", "podGroupTemplates", 0, "priority"),
+                   ("metadata", "labels"), ("metadata", "finalizers"), ("metadata", "ownerReferences")]
+
+
+def _set(body: dict, path: tuple, value) -> dict:
+    body = copy.deepcopy(body)
+    node = body
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return body
+
+
+@pytest.mark.parametrize("path", WORKLOAD_FIELDS, ids=[".".join(map(str, p)) for p in WORKLOAD_FIELDS])
+def test_odd_json_types_never_cause_a_server_error(cluster, path):
+    base = workload("odd", template("node", schedulingConstraints={"topology": [{"key": "k"}]},
+                                    resourceClaims=[{"name": "c", "resourceClaimName": "x"}], priority=1))
+    assert raw(cluster.url, "POST", f"{BETA}/workloads?dryRun=All", base)[0] == 201
+    codes = set()
+    for value in ODD_VALUES:
+        for method, where in (("POST", f"{BETA}/workloads?dryRun=All"),
+                              ("PATCH", f"{BETA}/workloads/odd?fieldManager=t&dryRun=All")):
+            code, answer = raw(cluster.url, method, where, _set(base, path, value), "application/apply-patch+yaml"
+                               if method == "PATCH" else "application/json")
+            assert code < 500, (value, answer)
+            codes.add(code)
+    assert codes & {400, 422}
+
+
+def test_a_wrong_json_type_is_a_bad_request_naming_the_go_field(cluster):
+    body = workload("w", template("node"))
+    body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"] = "two"
+    code, answer = raw(cluster.url, "POST", f"{BETA}/workloads", body)
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == ('Workload in version "v1beta1" cannot be handled as a Workload: json: cannot '
+                                 "unmarshal string into Go struct field Workload.spec.podGroupTemplates."
+                                 "schedulingPolicy.gang.minCount of type int32")
+    body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"] = 2.0
+    code, answer = raw(cluster.url, "POST", f"{BETA}/workloads", body)
+    assert code == 400 and "cannot unmarshal number 2.0 into" in answer["message"]  # typed int32: no float leniency
+
+
+def test_unknown_fields_of_a_pod_group_are_pruned_with_a_warning(cluster, custom):
+    body = pod_group("pg")
+    body["spec"]["minMember"] = 3
+    created, code, headers = custom.create_namespaced_custom_object_with_http_info(GROUP, "v1beta1", "default",
+                                                                                   "podgroups", body)
+    assert "minMember" not in created["spec"]
+    assert code == 201 and headers.get("Warning") == '299 - "unknown field \\"spec.minMember\\""'
+    code, answer = raw(cluster.url, "POST", f"{BETA}/podgroups?fieldValidation=Strict", pod_group("pg2") | {
+        "spec": {**pod_group("pg2")["spec"], "minMember": 3}})
+    assert code == 400 and 'strict decoding error: unknown field "spec.minMember"' in answer["message"]
