@@ -99,6 +99,9 @@ def prepare(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, g
     alpha2 = rt.version == "v1alpha2"
     if not gates.get(TOPOLOGY_GATE, True):
         _drop_disabled_constraints(rt, spec, (old or {}).get("spec"))
+    if rt.key == WORKLOADS and not (old or {}).get("spec", {}).get("compositePodGroupTemplates"):
+        # The CompositePodGroup gate (alpha) is off, as the sandbox serves no v1alpha3: the field is dropped.
+        spec.pop("compositePodGroupTemplates", None)
     if rt.key == PODGROUPS:
         if "disruptionMode" not in spec:
             spec["disruptionMode"] = "Pod" if alpha2 else {"single": {}}

@@ -357,3 +357,12 @@ def test_unknown_fields_of_a_pod_group_are_pruned_with_a_warning(cluster, custom
     code, answer = raw(cluster.url, "POST", f"{BETA}/podgroups?fieldValidation=Strict", pod_group("pg2") | {
         "spec": {**pod_group("pg2")["spec"], "minMember": 3}})
     assert code == 400 and 'strict decoding error: unknown field "spec.minMember"' in answer["message"]
+
+
+def test_composite_templates_are_dropped_while_composite_pod_groups_are_not_served(cluster):
+    body = workload("composite")
+    body["spec"] = {"compositePodGroupTemplates": [{"name": "root", "schedulingPolicy": {"basic": {}},
+                                                    "podGroupTemplates": [template("leaf")]}]}
+    code, answer = raw(cluster.url, "POST", f"{BETA}/workloads", body)
+    assert _causes(code, answer)["spec"]["message"] == ("Invalid value: null: must specify one of: "
+                                                        "`compositePodGroupTemplates`, `podGroupTemplates`")
