@@ -1,4 +1,5 @@
-"""What kube-apiserver fills into built-in objects on every write, beyond what the client sent.
+"""What kube-apiserver fills into built-in objects on every write (defaulting runs on every decode, so a PUT of
+the object as first sent still matches what is stored), beyond what the client sent.
 
 Two sources, both visible to clients: the Go structs behind the JSON (a struct field without `omitempty`, or a
 nested struct, is always serialized, e.g. an Event's `involvedObject: {}` or a PriorityClass's `value: 0`), and the
@@ -49,6 +50,12 @@ def apply(rt: ResourceType, obj: dict[str, Any]) -> None:
     if rt.key == ("", "namespaces"):
         obj.setdefault("spec", {})
         obj["metadata"].setdefault("labels", {})[NAMESPACE_NAME_LABEL] = obj["metadata"]["name"]
+    elif rt.key == ("", "pods"):
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
     elif rt.key == ("", "nodes"):
         obj.setdefault("spec", {})
         status = obj.setdefault("status", {})

@@ -311,11 +311,7 @@ class Registry:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif rt.key == ("", "pods"):
-            spec = obj.setdefault("spec", {})
-            spec.setdefault("schedulerName", "default-scheduler")
-            spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("terminationGracePeriodSeconds", 30)
-            obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+            obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
         elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             names = obj.get("spec", {}).get("names", {})
             obj["status"] = {
@@ -335,7 +331,7 @@ class Registry:
     def replace(self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str,
                 opts: WriteOptions) -> tuple[int, Entry]:
         """PUT: returns (200, entry). Raises 404, 409 Conflict on a stale resourceVersion, 400 on a name
-        mismatch, 422 Invalid."""
+        mismatch, 422 Invalid (also for a custom resource or CRD sent without metadata.resourceVersion)."""
         obj = self._check_body(rt, body, namespace)
         if obj["metadata"].get("name") not in (None, name):
             raise bad_request(f'the name of the object ({obj["metadata"].get("name")}) does not match the name on '
@@ -343,6 +339,10 @@ class Registry:
         obj["metadata"]["name"] = name
         with self.store.lock:
             old = self.get(rt, namespace or "", name)
+            if not obj["metadata"].get("resourceVersion") and not rt.unconditional_update:
+                raise invalid(rt.kind, rt.group, name, [{
+                    "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                    "message": "Invalid value: 0x0: must be specified for an update"}])
             return self.update(rt, old, obj, subresource, opts, precondition_rv=obj["metadata"].get("resourceVersion"))
 
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, body: Any,

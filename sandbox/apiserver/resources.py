@@ -68,6 +68,8 @@ class ResourceType:
     field_selectors: tuple[str, ...] = ("metadata.name", "metadata.namespace")
     # Whether the kind's strategy keeps metadata.generation (kinds without a spec/status split have none).
     generation: bool = True
+    # Whether PUT without metadata.resourceVersion is allowed (custom resources and CRDs require it).
+    unconditional_update: bool = True
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -125,7 +127,7 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
                      short_names=("pc",), has_status=False, generation=False),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                      namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
-                     list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}),
+                     list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}, unconditional_update=False),
     ]
 
 
@@ -147,6 +149,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             namespaced=spec.get("scope", "Namespaced") == "Namespaced", singular=names.get("singular", ""),
             short_names=tuple(names.get("shortNames", ())), categories=tuple(names.get("categories", ())),
             has_status="status" in (version.get("subresources") or {}), builtin=False, schema=schema,
+            unconditional_update=False,
             printer_columns=list(version.get("additionalPrinterColumns", ())),
             field_selectors=("metadata.name", "metadata.namespace",
                              *(f["jsonPath"].lstrip(".") for f in version.get("selectableFields", ()))),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.api_support import TRAINER, pod, raw, status_of, trainjob
+from tests.sandbox.api_support import TRAINER, pod, raw, runtime, status_of, trainjob
 
 
 def test_it_creates_with_201_and_fills_server_metadata(cluster):
@@ -344,3 +344,16 @@ def test_an_exact_list_at_a_compacted_resource_version_is_expired(cluster, core)
     with pytest.raises(k8s.ApiException) as err:
         core.list_namespaced_pod("default", resource_version=rv, resource_version_match="Exact")
     assert err.value.status == 410 and status_of(err.value)["reason"] == "Expired"
+
+
+def test_a_custom_resource_put_needs_a_resource_version_a_pod_put_does_not(cluster, core, custom):
+    path = f"/apis/{TRAINER}/v1alpha1/clustertrainingruntimes"
+    assert raw(cluster.url, "POST", path, runtime("rv"))[0] == 201
+    code, answer = raw(cluster.url, "PUT", f"{path}/rv", runtime("rv"))
+    assert code == 422
+    assert answer["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                                            "message": "Invalid value: 0x0: must be specified for an update"}]
+    current = custom.get_cluster_custom_object(TRAINER, "v1alpha1", "clustertrainingruntimes", "rv")
+    assert raw(cluster.url, "PUT", f"{path}/rv", current)[0] == 200
+    core.create_namespaced_pod("default", pod("free"))
+    assert raw(cluster.url, "PUT", "/api/v1/namespaces/default/pods/free", pod("free"))[0] == 200
