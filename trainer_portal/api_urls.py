@@ -15,4 +15,5 @@ urlpatterns = [
     path("", include("runtimes.api.sync_urls")),
     path("", include("runtimes.api.preview_urls")),
     path("", include("runtimes.api.urls")),
+    path("", include("jobs.api.urls")),
 ]
