@@ -18,6 +18,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("runtimes/", include("runtimes.urls")),
     path("preview/", include("runtimes.preview_urls")),
+    path("jobs/", include("jobs.urls")),
     # One "cluster" namespace: the cluster app's page plus the policy sync pages that still live under it.
     path("cluster/", include((cluster_urls.urlpatterns + runtimes_cluster_urls.urlpatterns, "cluster"))),
     path("api/v1/", include("trainer_portal.api_urls")),

@@ -1,0 +1,179 @@
+"""Presentation helpers of the TrainJob pages: state badges, durations, sizes, the placement heat map.
+
+Only formatting lives here; nothing queries the database or changes data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from html import escape
+from typing import Any
+
+from django import template
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+# state → badge modifier: waiting is "info", trouble is "danger"/"warn", holding capacity is "ok".
+STATE_BADGES: dict[str, str] = {
+    "queued": "badge--info",
+    "quota-reserved": "badge--info",
+    "waiting-for-objects": "badge--info",
+    "gang-pending": "badge--warn",
+    "unschedulable": "badge--danger",
+    "admitted": "badge--ok",
+    "running": "badge--ok",
+    "preempted": "badge--danger",
+    "suspended": "badge--plain",
+    "succeeded": "badge--accent",
+    "failed": "badge--danger",
+    "unknown": "badge--plain",
+}
+
+
+@register.filter
+def state_badge(state: str | None) -> str:
+    """Return the badge modifier class for an admission state ("badge--warn" for gang-pending, …)."""
+    return STATE_BADGES.get(state or "", "badge--plain")
+
+
+def _seconds_text(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s" if minutes < 10 else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Return a compact duration: "42s", "3m 05s", "25m", "2h 03m", "3d 4h"; "" for None."""
+    if seconds is None:
+        return ""
+    return _seconds_text(float(seconds))
+
+
+@register.filter
+def age(value: dt.datetime | None) -> str:
+    """Return how long ago ``value`` was, compactly ("3m 05s"); "" for None."""
+    if value is None:
+        return ""
+    return _seconds_text((timezone.now() - value).total_seconds())
+
+
+@register.filter
+def between(start: dt.datetime | None, end: dt.datetime | None) -> str:
+    """Return the compact duration from ``start`` to ``end`` ("" when either is missing)."""
+    if start is None or end is None:
+        return ""
+    return _seconds_text((end - start).total_seconds())
+
+
+@register.filter
+def job_size(job: Any) -> str:
+    """Return "4 × 8 GPUs" (nodes × GPUs per node), "4 nodes" without GPUs, "—" when unknown."""
+    nodes = getattr(job, "num_nodes", 0) or 0
+    gpus = getattr(job, "gpus_per_node", 0) or 0
+    if not nodes:
+        return "—"
+    if gpus:
+        return f"{nodes} × {gpus} GPUs"
+    return f"{nodes} node{'s' if nodes != 1 else ''}"
+
+
+@register.filter
+def get_key(mapping: object, key: str) -> object:
+    """Return ``mapping[key]`` (None when missing or not a mapping): dict keys with dashes or capitals."""
+    if isinstance(mapping, Mapping):
+        return mapping.get(key)
+    return None
+
+
+@register.simple_tag(takes_context=True)
+def jobs_query(context: template.Context, **changes: object) -> str:
+    """Return the current query string with ``changes`` applied (None or "" removes a key), starting with "?".
+
+    Changing a filter or the sort always drops the page cursor: a cursor belongs to one list."""
+    request = context.get("request")
+    if request is None:
+        return "?"
+    params = request.GET.copy()
+    if "cursor" not in changes:
+        params.pop("cursor", None)
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = str(value)
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag
+def sort_link(current: str, key: str) -> str:
+    """Return the sort value a column header links to: ``key`` ascending, or descending when already ascending."""
+    return f"-{key}" if current == key else key
+
+
+def placement_cells(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return where ``pods`` landed as zones → blocks → racks with pod counts, every level sorted by name.
+
+    Pods without a node are left out; a missing zone/block/rack label shows as "—".
+    """
+    zones: dict[str, dict[str, dict[str, int]]] = {}
+    for pod in pods:
+        if not pod.get("node"):
+            continue
+        zone = pod.get("zone") or "—"
+        block = pod.get("block") or "—"
+        rack = pod.get("rack") or "—"
+        racks = zones.setdefault(zone, {}).setdefault(block, {})
+        racks[rack] = racks.get(rack, 0) + 1
+    result = []
+    for zone in sorted(zones):
+        blocks = []
+        for block in sorted(zones[zone]):
+            racks = [{"name": rack, "pods": count} for rack, count in sorted(zones[zone][block].items())]
+            blocks.append({"name": block, "pods": sum(r["pods"] for r in racks), "racks": racks})
+        result.append({"name": zone, "pods": sum(b["pods"] for b in blocks), "blocks": blocks})
+    return result
+
+
+def _bucket(count: int, most: int) -> int:
+    """Return the colour step 1..5 of ``count`` pods against the fullest rack (the preview's legend classes)."""
+    if most <= 0:
+        return 1
+    return max(1, min(5, 1 + (4 * count) // most))
+
+
+@register.simple_tag
+def placement_heatmap(pods: Iterable[Mapping[str, Any]]) -> SafeString:
+    """Return the heat map of where a gang's pods landed: zone → block → rack, one cell per rack.
+
+    Uses the placement preview's look (``pv-*`` classes of preview.css): every rack holding pods is outlined as
+    placed, the colour step grows with the number of pods in it. Every name is escaped.
+    """
+    zones = placement_cells(pods)
+    most = max((rack["pods"] for zone in zones for block in zone["blocks"] for rack in block["racks"]), default=0)
+    parts: list[str] = []
+    for zone in zones:
+        parts.append(f'<div class="pv-zone pv-zone--placed"><div class="pv-zone__head"><b>{escape(zone["name"])}</b>'
+                     f'<span>{zone["pods"]:,} pod{"s" if zone["pods"] != 1 else ""}</span></div>')
+        for block in zone["blocks"]:
+            name = escape(block["name"])
+            parts.append(f'<div class="pv-block pv-block--placed"><span class="pv-block__name" '
+                         f'title="{name}: {block["pods"]:,} pods">{name}</span><div class="pv-racks">')
+            for rack in block["racks"]:
+                parts.append(f'<i class="h{_bucket(rack["pods"], most)} p" '
+                             f'title="{escape(rack["name"])}: {rack["pods"]:,} pods"></i>')
+            parts.append("</div></div>")
+        parts.append("</div>")
+    return mark_safe("".join(parts))  # noqa: S308 — every interpolated name is escaped above
