@@ -74,6 +74,8 @@ def bench_sync(jobs: int) -> tuple[dict, object, dict]:
     from trainer_portal.kube import resources as kinds
 
     rng = random.Random(7)
+    gc.collect()
+    rss_base = _rss_mib()  # Django, numpy and the app loaded: what a watcher process costs before any object
     objects = _objects(jobs, rng)
     gc.collect()
     rss_before = _rss_mib()
@@ -99,8 +101,9 @@ def bench_sync(jobs: int) -> tuple[dict, object, dict]:
     baseline = time.perf_counter() - started
     TrainJob.objects.filter(uid__startswith="base-").delete()
     counts = {k: len(v) for k, v in objects.items()}
-    return ({"seconds": total, "tracked": tracked, "baseline": baseline, "rss_mib": rss_after,
-             "rss_growth_mib": rss_after - rss_before, **counts}, handler, objects)
+    # The benchmark itself holds the generated objects; a watcher holds only what the tracker kept.
+    return ({"seconds": total, "tracked": tracked, "baseline": baseline, "rss_mib": rss_base + rss_after - rss_before,
+             "rss_growth_mib": rss_after - rss_before, "rss_base_mib": rss_base, **counts}, handler, objects)
 
 
 def bench_events(handler, objects: dict, rate: int, seconds: float) -> dict:
@@ -243,11 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         sync, handler, objects = bench_sync(jobs)
         print(f"sync      {sync['trainjobs']:,} TrainJobs + {sync['workloads']:,} Workloads + {sync['podgroups']:,} "
               f"PodGroups + {sync['pods']:,} Pods → {sync['tracked']:,} tracked in {sync['seconds']:.1f} s "
-              f"(target ≤ {TARGET_SYNC_SECONDS:.0f} s); RSS {sync['rss_mib']:.0f} MiB (objects alone "
-              f"+{sync['rss_growth_mib']:.0f} MiB; target ≤ {TARGET_RSS_MIB:.0f} MiB)")
+              f"(target ≤ {TARGET_SYNC_SECONDS:.0f} s); tracker RSS {sync['rss_mib']:.0f} MiB = process "
+              f"{sync['rss_base_mib']:.0f} MiB + tracked state {sync['rss_growth_mib']:.0f} MiB (target ≤ "
+              f"{TARGET_RSS_MIB:.0f} MiB)")
         print(f"          baseline (bare bulk INSERT of {jobs:,} rows): {sync['baseline']:.2f} s → ratio "
               f"{sync['seconds'] / max(sync['baseline'], 1e-9):.1f}×")
-        ok &= sync["tracked"] == jobs and (args.quick or sync["seconds"] <= TARGET_SYNC_SECONDS)
+        ok &= sync["tracked"] == jobs and (args.quick or (sync["seconds"] <= TARGET_SYNC_SECONDS and
+                                                          sync["rss_mib"] <= TARGET_RSS_MIB))
         events = bench_events(handler, objects, 1000, seconds)
         print(f"events    {events['events']:,} pod events at {events['rate']:.0f}/s: event → DB lag p50 "
               f"{events['lag_p50'] * 1000:.0f} ms, p95 {events['lag_p95'] * 1000:.0f} ms (target ≤ "

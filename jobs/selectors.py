@@ -24,9 +24,10 @@ from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
 from trainer_portal import roles
+from trainer_portal.cluster import snapshots
 
 from .choices import AdmissionState, SchedulingLevel
-from .domain import states
+from .domain import explain, states
 from .errors import InvalidQuery, TrainJobNotFound
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
 
@@ -255,20 +256,45 @@ class TrainJobDetail:
 
 
 def trainjob_detail(*, user, namespace: str, name: str) -> TrainJobDetail:
-    """Return the visible TrainJob with its timeline and explanation. Raises TrainJobNotFound."""
+    """Return the visible TrainJob with its timeline and explanation, its pods placed in zone/block/rack from the
+    live snapshot. Raises TrainJobNotFound."""
     job = trainjob_get(user=user, namespace=namespace, name=name)
     wait = (job.admitted_at - job.submitted_at).total_seconds() if job.admitted_at else None
+    live = snapshots.live_snapshot()
+    if live is not None and job.pods:
+        where = explain.pod_locations(live.snapshot, {pod.get("node") for pod in job.pods if pod.get("node")})
+        for pod in job.pods:
+            pod["zone"], pod["block"], pod["rack"] = where.get(pod.get("node"), ("", "", ""))
     return TrainJobDetail(job, trainjob_timeline(job), max(wait, 0.0) if wait is not None else None,
-                          trainjob_explanation(job), tracking_status())
+                          trainjob_explanation(job, user=user, live=live), tracking_status())
 
 
-def trainjob_explanation(job: TrainJob) -> dict | None:
-    """Return why ``job`` waits, from the placement engine on the live snapshot (None when it does not wait)."""
+MAX_OCCUPANTS = 5_000
+
+
+def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
+    """Return why ``job`` waits (the placement engine on the live snapshot for exactly this gang) as the API's
+    explanation dict; None when the job does not wait. Holders in namespaces ``user`` may not see are only counted
+    (``otherNodes``), never named."""
     if job.state not in states.WAITING_STATES or job.gone_at is not None:
         return None
-    return {"available": False, "fits": None, "message": "no live cluster snapshot to explain the wait with",
-            "need": "", "bestDomain": None, "have": None, "excluded": {}, "alternatives": [], "holders": [],
-            "snapshotAgeSeconds": None}
+    live = live if live is not None else snapshots.live_snapshot()
+    if live is None:
+        return explain.unavailable("no live cluster snapshot yet: the cluster watcher has not saved one").to_dict()
+    visibility = visible_namespaces(user) if user is not None else Visibility(everything=False)
+    occupants = [
+        explain.Occupant(row.namespace, row.name, row.num_nodes, row.gpus_per_node,
+                         tuple(pod.get("node") for pod in row.pods if pod.get("node")), row.admitted_at, row.creator,
+                         visible=visibility.allows(row.namespace))
+        for row in TrainJob.objects.filter(state__in=sorted(states.ADMITTED_STATES), gone_at__isnull=True)
+        .only("namespace", "name", "num_nodes", "gpus_per_node", "pods", "admitted_at", "creator")
+        .order_by("-num_nodes", "id")[:MAX_OCCUPANTS]
+    ]
+    shape = explain.JobShape(job.namespace, job.name, job.num_nodes, job.resources_per_node or
+                             ({"nvidia.com/gpu": str(job.gpus_per_node)} if job.gpus_per_node else {}),
+                             job.pod_groups)
+    return explain.explain_wait(shape, live.snapshot, occupants=occupants,
+                                snapshot_age_seconds=round(live.age_seconds, 1)).to_dict()
 
 
 def trainjob_timeline(job: TrainJob) -> list[TrainJobTransition]:

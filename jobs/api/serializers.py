@@ -159,6 +159,7 @@ class ExplanationSerializer(serializers.Serializer):
     excluded = serializers.DictField(child=serializers.IntegerField())
     alternatives = serializers.ListField(child=serializers.CharField())
     holders = HolderSerializer(many=True)
+    otherNodes = serializers.IntegerField(help_text="Nodes of the best domain held by jobs you may not see.")
     snapshotAgeSeconds = serializers.FloatField(allow_null=True)
 
 

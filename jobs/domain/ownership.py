@@ -16,6 +16,7 @@ Pure: no Django, no kubernetes client; not thread-safe (one consumer thread).
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -48,27 +49,108 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     return slim
 
 
-def slim(kind: str, obj: dict) -> dict:
-    """Return the part of ``obj`` the tracker reads (same shape as the object, so ``signals`` reads both)."""
+_OWNERS: dict[tuple, tuple] = {}
+
+
+def _shared_owners(owners: tuple) -> tuple:
+    """Return one shared copy of an owner tuple (the pods of a job all name the same owners)."""
+    if len(_OWNERS) > 200_000:
+        _OWNERS.clear()
+    return _OWNERS.setdefault(owners, owners)
+
+
+class PodRecord:
+    """A pod reduced to what admission reads, in one small object (a pod dict costs ~2.6 KB; this ~0.4 KB, which is
+    what keeps 100,000 pods in tens of MiB). ``as_object()`` gives the dict shape ``signals`` reads."""
+
+    __slots__ = ("group", "job_index", "jobset", "name", "namespace", "node", "owners", "phase", "rjob",
+                 "scheduled", "uid", "version", "workload_ref")
+
+    def __init__(self, obj: dict) -> None:
+        pod_spec = sig.spec(obj)
+        labels = sig.labels_of(obj)
+        self.name = sig.name_of(obj)
+        self.namespace = sys.intern(sig.namespace_of(obj))
+        self.uid = sig.uid_of(obj)
+        self.version = sig.resource_version_of(obj)
+        self.node = sys.intern(sig.pod_node(obj))
+        self.phase = sys.intern(sig.pod_phase(obj))
+        self.group = sys.intern(sig.as_str(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
+        self.workload_ref = sig.as_dict(pod_spec.get("workloadRef")) or None
+        self.rjob = sys.intern(labels.get(sig.REPLICATED_JOB_LABEL, ""))
+        self.job_index = sys.intern(labels.get(sig.JOB_INDEX_LABEL, ""))
+        self.jobset = sys.intern(labels.get(sig.JOBSET_NAME_LABEL, ""))
+        self.owners = _shared_owners(tuple((ref.api_version, ref.kind, ref.name, ref.uid, ref.controller)
+                                           for ref in sig.owner_refs(obj)))
+        scheduled = next((sig.as_dict(c) for c in sig.as_list(sig.status(obj).get("conditions"))
+                          if sig.as_dict(c).get("type") == "PodScheduled"), None)
+        self.scheduled = (sig.as_str(scheduled.get("status")), sig.as_str(scheduled.get("reason")),
+                          sig.as_str(scheduled.get("message"))[:500]) if scheduled else None
+
+    def as_object(self) -> dict:
+        """Return the pod as a (minimal) Kubernetes object dict."""
+        labels = {key: value for key, value in ((sig.REPLICATED_JOB_LABEL, self.rjob),
+                                                (sig.JOB_INDEX_LABEL, self.job_index),
+                                                (sig.JOBSET_NAME_LABEL, self.jobset)) if value}
+        metadata = {"name": self.name, "namespace": self.namespace, "uid": self.uid, "resourceVersion": self.version,
+                    "labels": labels, "ownerReferences": [
+                        {"apiVersion": a, "kind": k, "name": n, "uid": u, "controller": c}
+                        for a, k, n, u, c in self.owners]}
+        spec: dict = {}
+        if self.node:
+            spec["nodeName"] = self.node
+        if self.group:
+            spec["schedulingGroup"] = {"podGroupName": self.group}
+        if self.workload_ref:
+            spec["workloadRef"] = self.workload_ref
+        status: dict = {"phase": self.phase}
+        if self.scheduled:
+            state, reason, message = self.scheduled
+            status["conditions"] = [{"type": "PodScheduled", "status": state, "reason": reason, "message": message}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+def _pick(source: dict, keys: tuple[str, ...]) -> dict:
+    return {key: source[key] for key in keys if key in source}
+
+
+_TRAINJOB_SPEC = ("runtimeRef", "suspend", "priorityClassName", "managedBy")
+_TRAINER_SPEC = ("numNodes", "resourcesPerNode")
+_PODGROUP_SPEC = ("schedulingPolicy", "workloadRef", "podGroupTemplateRef", "schedulingConstraints")
+_WORKLOAD_SPEC = ("controllerRef", "podGroupTemplates", "podGroups")
+
+
+def slim(kind: str, obj: dict) -> dict | PodRecord:
+    """Return the part of ``obj`` the tracker reads: a PodRecord for pods, otherwise a dict of the same shape as the
+    object (so ``signals`` reads both)."""
     obj = sig.as_dict(obj)
     if kind == POD:
-        pod_spec = sig.spec(obj)
-        spec = {key: pod_spec[key] for key in ("nodeName", "schedulingGroup", "workloadRef") if key in pod_spec}
-        scheduled = [c for c in sig.as_list(sig.status(obj).get("conditions"))
-                     if sig.as_dict(c).get("type") == "PodScheduled"]
-        status = {"phase": sig.pod_phase(obj)}
-        if scheduled:
-            status["conditions"] = scheduled
-        return {"metadata": _slim_meta(obj, labels=_POD_LABELS), "spec": spec, "status": status}
+        return PodRecord(obj)
+    head = {"apiVersion": sig.as_str(obj.get("apiVersion")), "kind": sig.as_str(obj.get("kind"))}
     if kind == EVENT:
-        return {key: obj.get(key) for key in ("metadata", "type", "reason", "message", "count", "lastTimestamp",
-                                              "eventTime", "involvedObject", "regarding", "note", "series")
+        return {key: obj.get(key) for key in ("type", "reason", "message", "count", "lastTimestamp",
+                                              "eventTime", "involvedObject", "regarding", "note")
                 if key in obj} | {"metadata": _slim_meta(obj, labels=())}
     if kind == TRAINJOB:
-        return {"metadata": _slim_meta(obj, annotations=True), "spec": sig.spec(obj), "status": sig.status(obj)}
+        spec = _pick(sig.spec(obj), _TRAINJOB_SPEC)
+        trainer = sig.as_dict(sig.spec(obj).get("trainer"))
+        if trainer:
+            spec["trainer"] = _pick(trainer, _TRAINER_SPEC)
+        return {**head, "metadata": _slim_meta(obj, annotations=True), "spec": spec,
+                "status": _pick(sig.status(obj), ("conditions", "jobsStatus"))}
     if kind == JOBSET:
-        return {"metadata": _slim_meta(obj, labels=())}
-    return {"metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
+        return {**head, "metadata": _slim_meta(obj, labels=())}
+    if kind == PODGROUP:
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _PODGROUP_SPEC),
+                "status": _pick(sig.status(obj), ("conditions",))}
+    if kind == WORKLOAD:
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _WORKLOAD_SPEC)}
+    return {**head, "metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
+
+
+def _view(stored: dict | PodRecord | None) -> dict | None:
+    """Return a stored object as a dict (inflating pod records)."""
+    return stored.as_object() if isinstance(stored, PodRecord) else stored
 
 
 def event_involved(event: dict) -> dict:
@@ -99,14 +181,13 @@ class OwnershipIndex:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, dict]] = {kind: {} for kind in KINDS}
         self._named: dict[str, dict[tuple[str, str], set[str]]] = {kind: defaultdict(set) for kind in _NAMED_KINDS}
-        self._owned: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        self._owned: dict[str, set[str]] = defaultdict(set)  # owner uid → uids of the objects it owns
         self._workloads_by_controller: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._pod_groups_by_workload: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._pods_by_pod_group: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._pods_by_jobset: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._kueue_by_job: dict[str, set[str]] = defaultdict(set)
         self._events_by_object: dict[str, dict[str, dict]] = defaultdict(dict)
-        self._links: dict[str, list[tuple[dict, object, str]]] = {}
         self._kind_of_uid: dict[str, str] = {}
         # TrainJob owner UIDs per object, parsed once when the object arrives (read on every recompute).
         self._trainjob_owners: dict[str, tuple[str, ...]] = {}
@@ -129,10 +210,10 @@ class OwnershipIndex:
 
     def upsert(self, kind: str, obj: dict) -> set[str]:
         """Add or replace one object; return the affected TrainJob UIDs (before and after the change)."""
-        obj = slim(kind, obj)
-        uid = self._key(kind, obj)
+        uid = self._key(kind, sig.as_dict(obj))
         if not uid:
             return set()
+        obj = slim(kind, obj)
         affected = self.owners(kind, uid) if uid in self.objects[kind] else set()
         self._remove(kind, uid)
         self._add(kind, uid, obj)
@@ -161,8 +242,9 @@ class OwnershipIndex:
                 continue
             seen.add(uid)
             old = current.get(uid)
-            if old is not None and sig.resource_version_of(old) == sig.resource_version_of(obj) and \
-                    sig.resource_version_of(obj):
+            version = sig.resource_version_of(obj)
+            if old is not None and version and version == (old.version if isinstance(old, PodRecord) else
+                                                           sig.resource_version_of(old)):
                 continue
             affected |= self.upsert(kind, obj)
         for uid in [u for u in current if u not in seen]:
@@ -174,12 +256,12 @@ class OwnershipIndex:
 
     def owners(self, kind: str, uid: str, _depth: int = 0) -> set[str]:
         """Return the UIDs of the TrainJobs the object ``kind``/``uid`` currently belongs to."""
-        obj = self.objects[kind].get(uid)
+        obj = _view(self.objects[kind].get(uid))
         if kind == TRAINJOB:
             return {uid}
         if obj is None or _depth > 4:
             return set()
-        result = set(self._trainjob_owners.get(uid, ()))
+        result = set(self._owners_of(uid, obj))
         namespace = sig.namespace_of(obj)
         if kind == WORKLOAD:
             name = sig.controller_ref_trainjob(obj)
@@ -222,7 +304,7 @@ class OwnershipIndex:
             return None
         namespace, name = sig.namespace_of(trainjob), sig.name_of(trainjob)
         tree = JobTree(trainjob)
-        owned = self._owned.get(job_uid, set())
+        owned = self._typed(self._owned.get(job_uid, ()))
 
         workload_uids = {uid for kind, uid in owned if kind == WORKLOAD} | \
             self._workloads_by_controller.get((namespace, name), set())
@@ -239,7 +321,7 @@ class OwnershipIndex:
         group_uids = {uid for kind, uid in owned if kind == PODGROUP}
         for workload in tree.workloads:
             workload_uid = sig.uid_of(workload)
-            group_uids |= {uid for kind, uid in self._owned.get(workload_uid, set()) if kind == PODGROUP}
+            group_uids |= {uid for kind, uid in self._typed(self._owned.get(workload_uid, ())) if kind == PODGROUP}
             group_uids |= self._pod_groups_by_workload.get((namespace, sig.name_of(workload)), set())
         for uid in sorted(group_uids):
             group = self.objects[PODGROUP].get(uid)
@@ -258,12 +340,12 @@ class OwnershipIndex:
         for group in tree.pod_groups:
             pod_uids |= self._pods_by_pod_group.get((namespace, sig.name_of(group)), set())
         for jobset in tree.jobsets:
-            pod_uids |= {uid for kind, uid in self._owned.get(sig.uid_of(jobset), set()) if kind == POD}
+            pod_uids |= {uid for kind, uid in self._typed(self._owned.get(sig.uid_of(jobset), ())) if kind == POD}
             pod_uids |= self._pods_by_jobset.get((namespace, sig.name_of(jobset)), set())
         group_names = {sig.name_of(g) for g in tree.pod_groups}
         missing: set[str] = set()
         for uid in pod_uids:
-            pod = self.objects[POD].get(uid)
+            pod = _view(self.objects[POD].get(uid))
             if pod is None or self._foreign(pod, job_uid):
                 continue
             tree.pods.append(pod)
@@ -298,8 +380,23 @@ class OwnershipIndex:
 
     def _foreign(self, obj: dict, job_uid: str) -> bool:
         """True when ``obj``'s controlling TrainJob owner is a different TrainJob."""
-        owners = self._trainjob_owners.get(self._key("", obj)) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
+        owners = self._owners_of(sig.uid_of(obj), obj) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
         return bool(owners) and job_uid not in owners
+
+    def _owners_of(self, uid: str, obj: dict) -> tuple[str, ...]:
+        """Return the TrainJob owner UIDs of a stored object (controller first)."""
+        stored = self.objects.get(self._kind_of_uid.get(uid, ""), {}).get(uid)
+        if isinstance(stored, PodRecord):
+            refs = sorted((r for r in stored.owners if r[1] == sig.TRAINJOB_KIND and
+                           (r[0].split("/", 1)[0] if "/" in r[0] else "") in ("", sig.TRAINER_API_GROUP)),
+                          key=lambda r: not r[4])
+            return tuple(r[3] for r in refs)
+        return self._trainjob_owners.get(uid, ())
+
+    def _typed(self, uids) -> list[tuple[str, str]]:
+        """Return (kind, uid) for the known ``uids``."""
+        kinds = self._kind_of_uid
+        return [(kinds[uid], uid) for uid in uids if uid in kinds]
 
     def _pod_jobsets(self, pod: dict) -> set[str]:
         result = {ref.uid for ref in sig.owner_refs(pod) if ref.kind == sig.JOBSET_KIND
@@ -323,79 +420,80 @@ class OwnershipIndex:
         return max(uids, key=lambda u: (not sig.metadata(objects[u]).get("deletionTimestamp"),
                                         sig.as_str(sig.metadata(objects[u]).get("creationTimestamp")), u))
 
-    def _add(self, kind: str, uid: str, obj: dict) -> None:
-        self.objects[kind][uid] = obj
-        self._kind_of_uid[uid] = kind
-        owners = tuple(sig.trainjob_owner_uids(obj))
-        if owners:
-            self._trainjob_owners[uid] = owners
+    def _link_keys(self, kind: str, obj: dict) -> list[tuple[dict, object]]:
+        """Return the (reverse table, key) pairs object ``obj`` of ``kind`` is filed under (recomputed on removal,
+        so no per-object bookkeeping is kept)."""
         namespace, name = sig.namespace_of(obj), sig.name_of(obj)
-        links: list[tuple[dict, object, str]] = []
+        keys: list[tuple[dict, object]] = []
         if kind in self._named and name:
-            self._named[kind][(namespace, name)].add(uid)
-            links.append((self._named[kind], (namespace, name), uid))
-        if kind == EVENT:
-            target = sig.as_str(event_involved(obj).get("uid"))
-            if target:
-                bucket = self._events_by_object[target]
-                bucket[uid] = obj
-                if len(bucket) > EVENTS_PER_OBJECT:
-                    oldest = min(bucket, key=lambda k: sig.as_str(bucket[k].get("lastTimestamp") or
-                                                                  bucket[k].get("eventTime")))
-                    del bucket[oldest]
-                    self.objects[EVENT].pop(oldest, None)
-                    self._kind_of_uid.pop(oldest, None)
-                    self._drop_links(oldest)
-                    if oldest == uid:
-                        return
-                links.append((self._events_by_object, target, uid))
-            self._links[uid] = links
-            return
-        for ref in sig.owner_refs(obj):
-            self._owned[ref.uid].add((kind, uid))
-            links.append((self._owned, ref.uid, (kind, uid)))
+            keys.append((self._named[kind], (namespace, name)))
+        keys += [(self._owned, ref.uid) for ref in sig.owner_refs(obj)]
         if kind == WORKLOAD:
             trainjob = sig.controller_ref_trainjob(obj)
             if trainjob:
-                self._workloads_by_controller[(namespace, trainjob)].add(uid)
-                links.append((self._workloads_by_controller, (namespace, trainjob), uid))
+                keys.append((self._workloads_by_controller, (namespace, trainjob)))
         elif kind == PODGROUP:
             workload, _ = sig.pod_group_workload(obj)
             if workload:
-                self._pod_groups_by_workload[(namespace, workload)].add(uid)
-                links.append((self._pod_groups_by_workload, (namespace, workload), uid))
+                keys.append((self._pod_groups_by_workload, (namespace, workload)))
         elif kind == POD:
             group = sig.pod_group_name_of(obj)
             if group:
-                self._pods_by_pod_group[(namespace, group)].add(uid)
-                links.append((self._pods_by_pod_group, (namespace, group), uid))
+                keys.append((self._pods_by_pod_group, (namespace, group)))
             jobset = sig.labels_of(obj).get(sig.JOBSET_NAME_LABEL)
             if jobset:
-                self._pods_by_jobset[(namespace, jobset)].add(uid)
-                links.append((self._pods_by_jobset, (namespace, jobset), uid))
+                keys.append((self._pods_by_jobset, (namespace, jobset)))
         elif kind == KUEUE_WORKLOAD:
             job_uid = sig.labels_of(obj).get(sig.KUEUE_JOB_UID_LABEL)
             if job_uid:
-                self._kueue_by_job[job_uid].add(uid)
-                links.append((self._kueue_by_job, job_uid, uid))
-        self._links[uid] = links
+                keys.append((self._kueue_by_job, job_uid))
+        return keys
 
-    def _drop_links(self, uid: str) -> None:
-        for table, key, member in self._links.pop(uid, ()):
-            bucket = table.get(key)
-            if bucket is None:
-                continue
-            if isinstance(bucket, dict):
-                bucket.pop(member, None)
-            else:
-                bucket.discard(member)
-            if not bucket:
-                del table[key]
+    def _add(self, kind: str, uid: str, stored: dict | PodRecord) -> None:
+        self.objects[kind][uid] = stored
+        self._kind_of_uid[uid] = kind
+        obj = _view(stored)
+        if kind == EVENT:
+            self._add_event(uid, obj)
+            return
+        if kind != POD:  # pod records carry their owners themselves
+            owners = tuple(sig.trainjob_owner_uids(obj))
+            if owners:
+                self._trainjob_owners[uid] = owners
+        for table, key in self._link_keys(kind, obj):
+            table[key].add(uid)
+
+    def _add_event(self, uid: str, event: dict) -> None:
+        target = sig.as_str(event_involved(event).get("uid"))
+        if not target:
+            return
+        bucket = self._events_by_object[target]
+        bucket[uid] = event
+        if len(bucket) > EVENTS_PER_OBJECT:
+            oldest = min(bucket, key=lambda k: sig.as_str(bucket[k].get("lastTimestamp") or
+                                                          bucket[k].get("eventTime")))
+            del bucket[oldest]
+            self.objects[EVENT].pop(oldest, None)
+            self._kind_of_uid.pop(oldest, None)
 
     def _remove(self, kind: str, uid: str) -> None:
-        obj = self.objects[kind].pop(uid, None)
-        if obj is None:
+        stored = self.objects[kind].pop(uid, None)
+        if stored is None:
             return
         self._kind_of_uid.pop(uid, None)
         self._trainjob_owners.pop(uid, None)
-        self._drop_links(uid)
+        obj = _view(stored)
+        if kind == EVENT:
+            target = sig.as_str(event_involved(obj).get("uid"))
+            bucket = self._events_by_object.get(target)
+            if bucket is not None:
+                bucket.pop(uid, None)
+                if not bucket:
+                    del self._events_by_object[target]
+            return
+        for table, key in self._link_keys(kind, obj):
+            members = table.get(key)
+            if members is not None:
+                members.discard(uid)
+                if not members:
+                    del table[key]

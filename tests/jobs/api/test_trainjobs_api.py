@@ -172,3 +172,47 @@ def test_the_schema_documents_the_routes(client, bob):
 
     for path in ("/api/v1/trainjobs/", "/api/v1/trainjobs/summary/", "/api/v1/trainjobs/{namespace}/{name}/"):
         assert path in schema["paths"]
+
+
+def _save_snapshot():
+    import time
+
+    from tests.jobs.domain.test_explain import _cluster
+    from trainer_portal.cluster.snapshots import save_live_snapshot
+    from trainer_portal.placement.tracker import LiveSnapshot
+
+    snapshot, _ = _cluster(busy=1)
+    save_live_snapshot(LiveSnapshot(snapshot, time.time(), {}, "watch"))
+
+
+def test_the_detail_explains_why_it_waits_on_the_live_snapshot(client, dana):
+    live_tracker()
+    _save_snapshot()
+    tracked_job("team-a", "waiting", state="unschedulable", num_nodes=3, resources_per_node={"nvidia.com/gpu": "8"},
+                pod_groups=[{"name": "waiting-pg", "policy": "gang", "minCount": 3, "members": 3, "bound": 0,
+                             "topologyKey": "topology.kubernetes.io/zone", "condition": "", "reason": "",
+                             "message": ""}])
+    tracked_job("team-b", "holder", state="running", num_nodes=1, creator="grace",
+                pods=[{"name": "holder-0", "node": "a0", "phase": "Running", "podGroup": "", "zone": "",
+                       "block": "", "rack": ""}])
+    tracked_job("team-a", "mine", state="running", num_nodes=1,
+                pods=[{"name": "mine-0", "node": "b0", "phase": "Running", "podGroup": "", "zone": "", "block": "",
+                       "rack": ""}])
+    client.force_login(dana)
+
+    explanation = client.get("/api/v1/trainjobs/team-a/waiting/").json()["explanation"]
+    detail = client.get("/api/v1/trainjobs/team-a/mine/").json()
+
+    assert explanation["available"] and explanation["fits"] is False
+    assert explanation["message"].startswith("needs 3 nodes × 8 GPUs in one zone; the best zone, ")
+    assert explanation["holders"] == [] and explanation["otherNodes"] == 1  # team-b's holder is not named to dana
+    assert detail["explanation"] is None  # running: nothing to explain
+    assert (detail["pods"][0]["zone"], detail["pods"][0]["rack"]) == ("zone-b", "rb0")
+
+
+def test_without_a_live_snapshot_the_explanation_says_so(client, bob, jobs):
+    client.force_login(bob)
+
+    explanation = client.get("/api/v1/trainjobs/team-a/llm-a/").json()["explanation"]
+
+    assert explanation["available"] is False and "no live cluster snapshot" in explanation["message"]

@@ -97,7 +97,9 @@ def test_pods_are_stored_slim():
     member = o.pod(o.trainjob(), 0, group="g", node="n1", phase="Running")
     member["spec"]["containers"][0]["env"] = [{"name": "X", "value": "y" * 1000}]
 
-    kept = slim(POD, member)
+    kept = slim(POD, member).as_object()
 
     assert "containers" not in kept["spec"]
     assert kept["spec"]["nodeName"] == "n1" and kept["status"]["phase"] == "Running"
+    assert kept["spec"]["schedulingGroup"] == {"podGroupName": "g"}
+    assert kept["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
