@@ -448,28 +448,6 @@ def trainjob_filter_values(*, user) -> FilterValues:
     return FilterValues(sorted(namespaces), sorted(runtimes), sorted(queues))
 
 
-HIDDEN_HOLDER = "another namespace"
-
-
-def explanation_for_user(explanation: dict | None, *, user) -> dict | None:
-    """Return ``explanation`` with the holders ``user`` may not see redacted (None stays None).
-
-    A holder in an invisible namespace keeps its size and how long it has run (the capacity math needs them) but
-    loses its namespace, name and creator, so "why it waits" never leaks another team's TrainJob."""
-    if not explanation:
-        return explanation
-    visibility = visible_namespaces(user)
-    holders = []
-    for holder in explanation.get("holders") or []:
-        if visibility.allows(str(holder.get("namespace", ""))):
-            holders.append({**holder, "hidden": False})
-        else:
-            holders.append({key: value for key, value in holder.items()
-                            if key not in ("namespace", "name", "creator", "uid")}
-                           | {"namespace": HIDDEN_HOLDER, "name": "", "creator": "", "hidden": True})
-    return {**explanation, "holders": holders}
-
-
 def trainjob_detail_token(job: TrainJob, tracking: TrackingStatus) -> str:
     """Return a token that changes whenever the detail page of ``job`` would show something else."""
     raw = f"{job.id}:{job.change_seq}:{job.gone_at}:{tracking.stale}:{tracking.why}"

@@ -203,7 +203,7 @@ def _detail_context(request: HttpRequest, namespace: str, name: str) -> dict:
     placed = [pod for pod in job.pods or [] if pod.get("node")]
     return {
         "job": job, "detail": detail, "tracking": tracking,
-        "explanation": selectors.explanation_for_user(detail.explanation, user=request.user),
+        "explanation": detail.explanation,
         "tree": _pod_tree(job), "timeline": detail.timeline, "events": job.events or [],
         "waiting": job.state in states.WAITING_STATES, "holds_capacity": job.state in states.ADMITTED_STATES,
         "placed_pods": placed, "etag": _etag(token),

@@ -10,7 +10,6 @@ import re
 import pytest
 from django.utils import timezone
 
-from jobs import selectors
 from jobs.models import TrainJob, TrainJobTransition
 from tests.jobs.factories import live_tracker, tracked_job
 
@@ -96,45 +95,63 @@ def test_an_admitted_job_shows_where_its_pods_landed(client, bob):
     assert "3 pods on nodes" in html
 
 
-def test_why_it_waits_shows_the_reason_the_capacity_math_and_the_holders(client, bob, waiting_job, monkeypatch):
-    tracked_job("team-b", "holder", state="running")
-    explanation = {
-        "available": True, "fits": False, "message": "does not fit: the best zone has 3 of 4 nodes free",
-        "need": "4 nodes × 8 GPUs in one zone", "bestDomain": "zone-a", "have": 3, "excluded": {"cordoned": 1},
-        "alternatives": ["fits if the constraint were relaxed to block", "fits once 1 more 8-GPU node frees in zone-a"],
-        "holders": [{"namespace": "team-b", "name": "holder", "nodes": 12, "gpus": 96, "numNodes": 12,
-                     "runningSince": timezone.now() - dt.timedelta(hours=2), "creator": "eve-zhou"}],
-        "snapshotAgeSeconds": 2.0}
-    monkeypatch.setattr(selectors, "trainjob_explanation", lambda job: explanation)
+def _save_snapshot():
+    """Save the live snapshot of the explanation tests: two zones of 4 nodes, a3 cordoned."""
+    import time
+
+    from tests.jobs.domain.test_explain import _cluster
+    from trainer_portal.cluster.snapshots import save_live_snapshot
+    from trainer_portal.placement.tracker import LiveSnapshot
+
+    snapshot, _ = _cluster(busy=1)
+    save_live_snapshot(LiveSnapshot(snapshot, time.time(), {}, "watch"))
+
+
+@pytest.fixture
+def gang_too_big_for_a_zone():
+    live_tracker()
+    _save_snapshot()
+    gang = [{"name": "waiting-pg", "policy": "gang", "minCount": 3, "members": 3, "bound": 0,
+             "topologyKey": "topology.kubernetes.io/zone", "condition": "False", "reason": "Unschedulable",
+             "message": ""}]
+    job = tracked_job("team-a", "waiting", state="unschedulable", num_nodes=3,
+                      resources_per_node={"nvidia.com/gpu": "8"})
+    TrainJob.objects.filter(pk=job.pk).update(pod_groups=gang)
+    tracked_job("team-b", "holder", state="running", num_nodes=1, creator="grace-hopper",
+                admitted=timezone.now() - dt.timedelta(hours=2),
+                pods=[{"name": "holder-0", "node": "a0", "phase": "Running", "podGroup": ""}])
+    return job
+
+
+def test_why_it_waits_shows_the_capacity_math_what_would_fit_and_the_holders(client, bob, gang_too_big_for_a_zone):
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/waiting/").content.decode()
+
+    card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
+    assert "Why it waits" in card
+    assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
+    assert re.search(r"<strong>zone zone-[ab]</strong> has 2 free", card)
+    assert "What would make it fit" in card
+    assert 'href="/jobs/team-b/holder/"' in card and "grace-hopper" in card and "2h 00m" in card
+    assert "Computed on the live cluster snapshot" in card
+
+
+def test_holders_a_data_scientist_may_not_see_are_only_counted(client, dana, gang_too_big_for_a_zone):
+    client.force_login(dana)
+
+    html = client.get("/jobs/team-a/waiting/").content.decode()
+
+    assert "team-b" not in html and "grace-hopper" not in html and "holder" not in html.replace("placeholder", "")
+    assert "1 node of the best domain is held by TrainJobs in namespaces you cannot see" in html
+
+
+def test_without_a_live_snapshot_the_page_says_why_it_cannot_explain(client, bob, waiting_job):
     client.force_login(bob)
 
     html = client.get("/jobs/team-a/big/").content.decode()
 
-    card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
-    assert "Why it waits" in card
-    assert "4 nodes × 8 GPUs in one zone" in card and "<strong>zone-a</strong> has 3 free" in card
-    assert "1 node cordoned" in card
-    assert "fits if the constraint were relaxed to block" in card
-    assert 'href="/jobs/team-b/holder/"' in card and "96 GPUs" in card and "eve-zhou" in card and "2h 00m" in card
-
-
-def test_holders_in_namespaces_a_data_scientist_may_not_see_are_redacted(client, dana, waiting_job, monkeypatch):
-    explanation = {
-        "available": True, "fits": False, "message": "does not fit", "need": "4 nodes", "bestDomain": "zone-a",
-        "have": 3, "excluded": {}, "alternatives": [],
-        "holders": [{"namespace": "team-b", "name": "secret-holder", "nodes": 12, "gpus": 96, "numNodes": 12,
-                     "runningSince": None, "creator": "eve-zhou"},
-                    {"namespace": "team-a", "name": "own-holder", "nodes": 1, "gpus": 8, "numNodes": 1,
-                     "runningSince": None, "creator": "dana"}],
-        "snapshotAgeSeconds": None}
-    monkeypatch.setattr(selectors, "trainjob_explanation", lambda job: explanation)
-    client.force_login(dana)
-
-    html = client.get("/jobs/team-a/big/").content.decode()
-
-    assert "secret-holder" not in html and "team-b" not in html and "eve-zhou" not in html
-    assert "a job in another namespace" in html and "96 GPUs" in html
-    assert 'href="/jobs/team-a/own-holder/"' in html
+    assert "No live cluster snapshot yet" in html
 
 
 def test_a_job_in_an_ungranted_namespace_is_a_404_like_a_missing_one(client, dana):
