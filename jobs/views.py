@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,10 +30,11 @@ from .domain import states
 from .errors import InvalidQuery, TrainJobNotFound
 from .forms import JobFilterForm, NamespaceGrantForm
 from .models import NamespaceGrant
+from .templatetags.jobs_ui import LIVE_PARAMS
 
 PAGE_SIZE = 50
-# Client-side bookkeeping of the live partial: never part of the filters or the change token.
-LIVE_PARAMS = ("_seq", "_m", "_c")
+# After a change every open page asks at once; the first answer per token is kept this long for the others.
+LIVE_CACHE_SECONDS = 10
 
 
 def _require(check):
@@ -81,12 +83,22 @@ def _filter_params(request: HttpRequest) -> QueryDict:
     return params
 
 
-def _list_context(request: HttpRequest) -> tuple[dict, int]:
-    """Return the list page's context and HTTP status (400 when a filter is invalid: the form names it)."""
+def _given(params: QueryDict, name: str) -> list[str]:
+    return [params[name]] if params.get(name) else []
+
+
+def _list_context(request: HttpRequest, *, live: bool = False) -> tuple[dict, int]:
+    """Return the list page's context and HTTP status (400 when a filter is invalid: the form names it).
+
+    ``live``: the filter form is not shown, so its choices are not looked up; the selectors still restrict every
+    value to what the user may see (a namespace filter outside the grants simply matches nothing)."""
     user = request.user
     visibility = selectors.visible_namespaces(user)
-    values = selectors.trainjob_filter_values(user=user)
     params = _filter_params(request)
+    if live:
+        values = selectors.FilterValues(*(_given(params, name) for name in ("namespace", "runtime", "queue")))
+    else:
+        values = selectors.trainjob_filter_values(user=user)
     form = JobFilterForm(params, namespaces=values.namespaces, runtimes=values.runtimes, queues=values.queues)
     status = 200
     error = ""
@@ -159,7 +171,13 @@ def job_list_live(request: HttpRequest) -> HttpResponse:
                                             extra=f"list?{params.urlencode()}")
     if _not_modified(request, _etag(token)):
         return HttpResponseNotModified(headers={"ETag": _etag(token)})
-    context, status = _list_context(request)
+    # The answer depends only on the token (rows, visibility, tracking, filters) and on what the page already shows
+    # (the query's bookkeeping): pages in the same state share it.
+    cache_key = f"jobs-live:{_digest(token, request.GET.urlencode())}"
+    cached = cache.get(cache_key)
+    if cached is not None:
+        return HttpResponse(cached, headers={"ETag": _etag(token)})
+    context, status = _list_context(request, live=True)
     if status != 200:
         return render(request, "jobs/_list_live.html", {**context, "full": True}, status=status)
     try:
@@ -172,6 +190,8 @@ def job_list_live(request: HttpRequest) -> HttpResponse:
     response = render(request, "jobs/_list_live.html",
                       {**context, "full": full, "changed": changed, "counts_changed": counts_changed})
     response["ETag"] = context["etag"]
+    if context["etag"] == _etag(token):
+        cache.set(cache_key, response.content, LIVE_CACHE_SECONDS)
     return response
 
 

@@ -6,15 +6,23 @@ Only formatting lives here; nothing queries the database or changes data.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from jobs.choices import AdmissionState, SchedulingLevel
+
 register = template.Library()
+
+# Client-side bookkeeping of the live partial: never part of the filters, the change token or any link.
+LIVE_PARAMS = ("_seq", "_m", "_c")
 
 # state → badge modifier: waiting is "info", trouble is "danger"/"warn", holding capacity is "ok".
 STATE_BADGES: dict[str, str] = {
@@ -89,6 +97,40 @@ def job_size(job: Any) -> str:
     return f"{nodes} node{'s' if nodes != 1 else ''}"
 
 
+@functools.cache
+def _url_prefix(name: str) -> str:
+    return reverse(name)
+
+
+@register.filter
+def job_url(job: Any) -> str:
+    """Return the detail URL of ``job`` (reversed once: a list renders it for every row)."""
+    return f"{_url_prefix('jobs:list')}{quote(job.namespace, safe='')}/{quote(job.name, safe='')}/"
+
+
+@register.filter
+@functools.lru_cache(maxsize=1024)
+def runtime_url(name: str) -> str:
+    """Return the policy page URL of runtime ``name`` (by URL name; the jobs app imports nothing of runtimes)."""
+    return reverse("runtimes:detail", args=[name])
+
+
+STATE_LABELS = dict(AdmissionState.choices)
+LEVEL_LABELS = dict(SchedulingLevel.choices)
+
+
+@register.filter
+def state_label(state: str) -> str:
+    """Return the human label of an admission state ("Gang pending")."""
+    return STATE_LABELS.get(state, state)
+
+
+@register.filter
+def level_label(level: str) -> str:
+    """Return the human label of a scheduling level ("ReplicatedJob")."""
+    return LEVEL_LABELS.get(level, level)
+
+
 @register.filter
 def get_key(mapping: object, key: str) -> object:
     """Return ``mapping[key]`` (None when missing or not a mapping): dict keys with dashes or capitals."""
@@ -106,6 +148,8 @@ def jobs_query(context: template.Context, **changes: object) -> str:
     if request is None:
         return "?"
     params = request.GET.copy()
+    for bookkeeping in LIVE_PARAMS:  # the live partial's own parameters never leak into links
+        params.pop(bookkeeping, None)
     if "cursor" not in changes:
         params.pop("cursor", None)
     for key, value in changes.items():

@@ -269,3 +269,19 @@ def test_a_write_through_the_tracker_services_reaches_the_live_partial(client, b
 
     assert "a-running" not in html  # gone jobs leave the list
     assert '<div id="jobs-results" hx-swap-oob="true">' in html
+
+
+def test_pages_in_the_same_state_share_one_answer_after_a_change(client, bob, two_teams, django_assert_max_num_queries):
+    from django.test import Client
+
+    client.force_login(bob)
+    other = Client()
+    other.force_login(bob)
+    url, etag = _poller(client.get("/jobs/").content.decode())
+    TrainJob.objects.filter(pk=two_teams["a1"].pk).update(state="admitted", change_seq=5000)
+    first = client.get(url, headers={"If-None-Match": etag})
+
+    with django_assert_max_num_queries(6):  # session, user, groups, tracker, token: no list, no counts
+        second = other.get(url, headers={"If-None-Match": etag})
+
+    assert second.status_code == 200 and second.content == first.content
