@@ -261,7 +261,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     user = request.user
     by_namespace = selectors.trainjob_counts_by_namespace(user=user)
     totals = selectors.trainjob_summary(user=user)
-    shown_states = [(value, label) for value, label in AdmissionState.choices]
+    # Only the states some job is in: twelve mostly empty columns would hide the few that matter.
+    shown_states = [(value, label) for value, label in AdmissionState.choices if totals.get(value)]
     return render(request, "jobs/overview.html", {
         "states": shown_states, "totals": totals, "total": sum(totals.values()),
         "rows": [(ns, [counts.get(value, 0) for value, _ in shown_states], sum(counts.values()))

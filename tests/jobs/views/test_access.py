@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import Group
 
@@ -141,3 +143,38 @@ def test_a_data_scientist_lands_on_the_jobs_list_and_sees_their_role(client, dan
 
     assert client.get("/")["Location"] == "/jobs/"
     assert ">data scientist</span>" in client.get("/jobs/").content.decode()
+
+
+def test_the_overview_shows_counts_longest_waiting_and_time_to_admission(client, bob):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    live_tracker()
+    now = timezone.now()
+    for minutes in (2, 4, 6):
+        tracked_job("team-a", f"fast-{minutes}", state="running", submitted=now - dt.timedelta(hours=1),
+                    admitted=now - dt.timedelta(hours=1) + dt.timedelta(minutes=minutes))
+    tracked_job("team-b", "stuck", state="unschedulable", submitted=now - dt.timedelta(hours=3))
+    client.force_login(bob)
+
+    html = client.get("/jobs/overview/").content.decode()
+
+    assert re.search(r'<th scope="row"><a href="/jobs/\?namespace=team-a">team-a</a></th>.*?<strong>3</strong>', html,
+                     re.S)
+    waiting = re.search(r'id="wait-h".*?</section>', html, re.S).group(0)
+    assert "team-b/stuck" in waiting and "3h 00m" in waiting
+    stats = re.search(r'id="tta-h".*?</section>', html, re.S).group(0)
+    assert re.search(r"torch-distributed</th><td>trainjob</td><td class=\"num\">3</td><td class=\"num\">4m 00s</td>"
+                     r"<td class=\"num\">6m 00s</td>", stats)
+    assert "Preempted" not in html  # columns only for states some job is in
+
+
+def test_a_data_scientist_is_not_offered_pages_they_may_not_open(client, dana, bob):
+    client.force_login(dana)
+    nav = re.search(r'<nav class="nav".*?</nav>', client.get("/jobs/").content.decode(), re.S).group(0)
+    assert 'href="/jobs/"' in nav and "Policies" not in nav and "Cluster" not in nav
+
+    client.force_login(bob)
+    nav = re.search(r'<nav class="nav".*?</nav>', client.get("/jobs/").content.decode(), re.S).group(0)
+    assert "Policies" in nav and "Cluster" in nav and 'href="/jobs/"' in nav
