@@ -10,8 +10,10 @@ Scenarios (sizes: full / --quick)
 - no-op: 10,000 (1,000) MODIFIED events that change nothing the tracker shows; row writes counted (must be 0).
 - list: GET /api/v1/trainjobs/ over the 10,000 tracked jobs as a viewer, server time p50/p95 and the query count
   (constant); baseline: the same page as a bare ORM slice → ratio.
-- why: "why it waits" for one gang on a 50,000-node (5,000) synthetic snapshot, p50/p95 (target p95 ≤ 50 ms);
-  baseline: the engine's bare `place` of the same request → ratio.
+- why: "why it waits" for one gang bigger than any zone on a 50,000-node (5,000) synthetic snapshot with 500
+  admitted 64-pod gangs to attribute, cold caches (a fresh snapshot copy per round, as after every save of the live
+  snapshot), p50/p95 (target p95 ≤ 50 ms); baseline: the engine's bare `place` (with details) of the same request,
+  cold → ratio.
 
 Database: a throwaway SQLite file, or a throwaway PostgreSQL database when DATABASE_URL points at PostgreSQL.
 """
@@ -214,22 +216,33 @@ def bench_why(nodes: int, rounds: int) -> dict | None:
     except ImportError:
         return None
     snapshot = synthetic_cluster(racks=racks_for(nodes), fragmentation="F1")
-    gang = explain.JobShape(namespace="team-a", name="big", num_nodes=64, resources_per_node={"nvidia.com/gpu": "8"},
-                            pod_groups=[{"name": "big", "policy": "gang", "minCount": 64, "members": 64,
+    rng = random.Random(5)
+    names = list(snapshot.names)
+    # 500 admitted gangs of 64 pods: who holds the best zone is computed over all of them.
+    occupants = [explain.Occupant(f"team-{i % 20}", f"run-{i}", 64, 8, tuple(rng.sample(names, 64)))
+                 for i in range(500)]
+    # Bigger than any zone: the worst case, with the full explanation and advice.
+    size = nodes // 3 + 1
+    gang = explain.JobShape(namespace="team-a", name="big", num_nodes=size, resources_per_node={"nvidia.com/gpu": "8"},
+                            pod_groups=[{"name": "big", "policy": "gang", "minCount": size, "members": size,
                                          "topologyKey": snapshot.keys.zone}])
-    times = []
+    # Cold caches every round (a fresh copy has a new version stamp), as after each save of the live snapshot.
+    times, answer = [], None
     for _ in range(rounds):
+        cold = snapshot.copy()
         started = time.perf_counter()
-        explain.explain_wait(gang, snapshot, holders=[])
+        answer = explain.explain_wait(gang, cold, occupants=occupants)
         times.append(time.perf_counter() - started)
-    request = [PlacementRequest("big", 64, {"nvidia.com/gpu": "8"}, min_count=64, topology_key=snapshot.keys.zone)]
+    request = [PlacementRequest("big", size, {"nvidia.com/gpu": "8"}, min_count=size, topology_key=snapshot.keys.zone)]
     baseline = []
     for _ in range(rounds):
+        cold = snapshot.copy()
         started = time.perf_counter()
-        place(request, snapshot, with_fragmentation=False, details=False)
+        place(request, cold)
         baseline.append(time.perf_counter() - started)
-    return {"nodes": snapshot.node_count, "p50_ms": _pct(times, 0.5) * 1000, "p95_ms": _pct(times, 0.95) * 1000,
-            "baseline_p50_ms": _pct(baseline, 0.5) * 1000}
+    return {"nodes": snapshot.node_count, "size": size, "p50_ms": _pct(times, 0.5) * 1000,
+            "p95_ms": _pct(times, 0.95) * 1000, "baseline_p50_ms": _pct(baseline, 0.5) * 1000,
+            "message": answer.message if answer else "", "holders": len(answer.holders) if answer else 0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,9 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         if why is None:
             print("why       skipped: the shared placement package is not available in this build")
         else:
-            print(f"why       one 64 × 8-GPU gang on {why['nodes']:,} nodes: p50 {why['p50_ms']:.1f} ms, p95 "
-                  f"{why['p95_ms']:.1f} ms (target ≤ {TARGET_WHY_P95_MS:.0f} ms); baseline bare place p50 "
+            print(f"why       one {why['size']:,} × 8-GPU zone gang (fits no zone) on {why['nodes']:,} nodes, 500 "
+                  f"admitted gangs, cold: p50 {why['p50_ms']:.1f} ms, p95 "
+                  f"{why['p95_ms']:.1f} ms (target ≤ {TARGET_WHY_P95_MS:.0f} ms); baseline bare place (cold) p50 "
                   f"{why['baseline_p50_ms']:.1f} ms → ratio {why['p50_ms'] / max(why['baseline_p50_ms'], 1e-9):.1f}×")
+            print(f"          “{why['message']}”; {why['holders']} holders named")
             ok &= why["p95_ms"] <= TARGET_WHY_P95_MS
     finally:
         _drop_database(url)

@@ -24,3 +24,7 @@ class TrainJobNotFound(JobsError):
 
     status = 404
     code = "not_found"
+
+
+class InvalidGrant(JobsError):
+    """A namespace grant that cannot be stored (bad namespace name, unknown group, duplicate)."""

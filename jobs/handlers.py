@@ -90,7 +90,7 @@ class AdmissionHandler:
         self.events = 0
         self._last_heartbeat = float("-inf")
         self._last_prune = float("-inf")
-        self._watch_marks: dict[object, tuple[int, tuple[int, int, int], str]] = {}
+        self._watch_marks: dict[object, tuple[int, tuple[int, ...], str]] = {}
 
     # -- hub interface ------------------------------------------------------------------------------------------
 
@@ -136,14 +136,16 @@ class AdmissionHandler:
         """Optional hub hook: the watched kinds (``{kind: WatchStats}``) and the unserved ones.
 
         Tells when the first sync is complete (every watched kind listed) and whether the cluster is reachable: a
-        kind whose error count grew while it made no progress (no event, list or bookmark) is failing; any
-        progress clears it.
+        kind whose error count grew while it made no progress (no event, list, bookmark or clean stream end) is
+        failing; any progress clears it.
         """
         self.served = {KIND_NAMES[k] for k in watched if k in KIND_NAMES}
         failing = ""
         for kind, stats in watched.items():
             errors = getattr(stats, "errors", 0)
-            progress = (getattr(stats, "events", 0), getattr(stats, "relists", 0), getattr(stats, "bookmarks", 0))
+            # A stream that ended normally counts a reconnect without an error: that is progress too.
+            progress = (getattr(stats, "events", 0), getattr(stats, "relists", 0), getattr(stats, "bookmarks", 0),
+                        getattr(stats, "reconnects", 0) - errors)
             before_errors, before_progress, error = self._watch_marks.get(kind, (0, progress, ""))
             if progress != before_progress:
                 error = ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,8 @@ from django.utils import timezone
 from .domain import states
 from .domain.records import JobRecord
 from .domain.signals import compare_resource_versions
-from .models import TrackerStatus, TrainJob, TrainJobTransition
+from .errors import InvalidGrant
+from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
 
 logger = logging.getLogger(__name__)
 
@@ -285,3 +287,33 @@ def tracker_heartbeat(*, holder: str, connected: bool, synced: bool, tracked: in
     status.change_seq = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
     status.save()
     return status
+
+
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def namespace_grant_create(*, group_name: str, namespace: str) -> NamespaceGrant:
+    """Let the members of group ``group_name`` see the TrainJobs of ``namespace``; return the grant.
+
+    Raises InvalidGrant (field ``namespace`` or ``group``) for a namespace that is not a DNS label, a group that
+    does not exist, or a grant that exists already.
+    """
+    from django.contrib.auth.models import Group
+
+    namespace = (namespace or "").strip()
+    if not _NAMESPACE.match(namespace):
+        raise InvalidGrant(f"{namespace!r} is not a Kubernetes namespace name: use up to 63 lowercase letters, "
+                           "digits and '-', starting and ending with a letter or digit", field="namespace")
+    group = Group.objects.filter(name=group_name).first()
+    if group is None:
+        raise InvalidGrant(f"there is no group {group_name!r}: create it first", field="group")
+    grant, created = NamespaceGrant.objects.get_or_create(group=group, namespace=namespace)
+    if not created:
+        raise InvalidGrant(f"group {group_name!r} already sees namespace {namespace!r}", field="namespace")
+    return grant
+
+
+def namespace_grant_delete(*, group_name: str, namespace: str) -> bool:
+    """Remove the grant of ``namespace`` to ``group_name``; return False when there was none."""
+    deleted, _ = NamespaceGrant.objects.filter(group__name=group_name, namespace=namespace).delete()
+    return bool(deleted)

@@ -344,15 +344,20 @@ class OwnershipIndex:
             pod_uids |= self._pods_by_jobset.get((namespace, sig.name_of(jobset)), set())
         group_names = {sig.name_of(g) for g in tree.pod_groups}
         missing: set[str] = set()
+        records = []
         for uid in pod_uids:
-            pod = _view(self.objects[POD].get(uid))
-            if pod is None or self._foreign(pod, job_uid):
+            record = self.objects[POD].get(uid)
+            if record is None:
                 continue
-            tree.pods.append(pod)
-            group = sig.pod_group_name_of(pod)
+            owners = self._owners_of(uid, None)
+            if owners and job_uid not in owners:
+                continue  # owned by another TrainJob
+            records.append(record)
+            group = record.group or sig.as_str((record.workload_ref or {}).get("podGroup"))
             if group and group not in group_names and not self._by_name(PODGROUP, namespace, group):
                 missing.add(group)
-        tree.pods.sort(key=sig.name_of)
+        records.sort(key=lambda r: r.name)
+        tree.pods = [record.as_object() for record in records]
         tree.missing_pod_groups = sorted(missing)
 
         kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | self._kueue_by_job.get(job_uid, set())
@@ -383,7 +388,7 @@ class OwnershipIndex:
         owners = self._owners_of(sig.uid_of(obj), obj) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
         return bool(owners) and job_uid not in owners
 
-    def _owners_of(self, uid: str, obj: dict) -> tuple[str, ...]:
+    def _owners_of(self, uid: str, obj: dict | None) -> tuple[str, ...]:
         """Return the TrainJob owner UIDs of a stored object (controller first)."""
         stored = self.objects.get(self._kind_of_uid.get(uid, ""), {}).get(uid)
         if isinstance(stored, PodRecord):

@@ -216,3 +216,16 @@ def test_without_a_live_snapshot_the_explanation_says_so(client, bob, jobs):
     explanation = client.get("/api/v1/trainjobs/team-a/llm-a/").json()["explanation"]
 
     assert explanation["available"] is False and "no live cluster snapshot" in explanation["message"]
+
+
+def test_the_fast_list_representation_equals_drf_s_own(jobs):
+    from django.utils import timezone
+
+    from jobs.api.serializers import TrainJobSerializer
+
+    jobs["a2"].admitted_at = jobs["a2"].finished_at = jobs["a2"].gone_at = timezone.now()
+    jobs["a2"].pod_groups = [{"name": "g", "policy": "basic", "minCount": None, "bound": 1, "members": 2,
+                              "condition": "", "reason": "", "message": "", "topologyKey": "k"}]
+    serializer = TrainJobSerializer()
+    for job in jobs.values():
+        assert serializer.to_representation(job) == dict(serializer.generic_representation(job))

@@ -91,3 +91,23 @@ def test_the_change_token_moves_with_visible_rows_only(dana):
     assert selectors.trainjob_change_token(user=dana) == token
     tracked_job("team-a")
     assert selectors.trainjob_change_token(user=dana) != token
+
+
+def test_grants_are_created_validated_and_removed(dana):
+    from django.contrib.auth.models import Group
+
+    from jobs import services
+    from jobs.errors import InvalidGrant
+
+    Group.objects.get_or_create(name="team-a-ml")
+    assert selectors.visible_namespaces(dana).namespaces == {"team-a"}
+    services.namespace_grant_create(group_name="team-a-ml", namespace="team-c")
+    del dana._jobs_visibility  # as in a new request
+    assert selectors.visible_namespaces(dana).namespaces == {"team-a", "team-c"}
+    for group, namespace, field in (("team-a-ml", "Team_C", "namespace"), ("nobody", "team-d", "group"),
+                                    ("team-a-ml", "team-c", "namespace")):
+        with pytest.raises(InvalidGrant) as caught:
+            services.namespace_grant_create(group_name=group, namespace=namespace)
+        assert caught.value.field == field
+    assert services.namespace_grant_delete(group_name="team-a-ml", namespace="team-c")
+    assert not services.namespace_grant_delete(group_name="team-a-ml", namespace="team-c")

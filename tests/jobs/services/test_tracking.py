@@ -197,8 +197,10 @@ def test_retention_prunes_only_old_finished_or_gone_jobs(handler):
 
 
 class Stats:
+    """The hub's WatchStats: a failed request counts an error and a reconnect, a clean stream end a reconnect."""
+
     def __init__(self, **counts):
-        self.events = self.relists = self.bookmarks = self.errors = 0
+        self.events = self.relists = self.bookmarks = self.errors = self.reconnects = 0
         self.last_error = ""
         self.__dict__.update(counts)
 
@@ -208,13 +210,13 @@ def test_the_hub_s_watch_state_marks_the_cluster_unreachable_until_progress(hand
     handler.flush(leader=True)
     assert TrackerStatus.objects.get().connected
 
-    handler.watch_state({kinds.POD: Stats(relists=1, errors=2, last_error="connection refused")}, {})
+    handler.watch_state({kinds.POD: Stats(relists=1, errors=2, reconnects=2, last_error="connection refused")}, {})
     clock.now += 5
     handler.flush(leader=True)
     status = TrackerStatus.objects.get()
     assert not status.connected and "connection refused" in status.last_error
 
-    handler.watch_state({kinds.POD: Stats(relists=2, errors=2, last_error="connection refused")}, {})
+    handler.watch_state({kinds.POD: Stats(relists=1, errors=2, reconnects=3, last_error="connection refused")}, {})
     clock.now += 5
     handler.flush(leader=True)
     assert TrackerStatus.objects.get().connected
