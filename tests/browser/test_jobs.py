@@ -1,8 +1,10 @@
 """In a real browser: a team-a data scientist watches her gang go from Gang pending to Admitted without reloading,
 an admin sees both teams, and the unschedulable gang says why with the capacity numbers.
 
-States are written through the tracker's own service (``jobs.services.apply_records``), exactly as the cluster
-watcher writes them; the page learns about them only through its live partial.
+Twice: once with states written through the tracker's own service (``jobs.services.apply_records``, as the cluster
+watcher writes them; fast, precise about what repaints), and once end to end: the sandbox's controllers and scheduler,
+a real ``manage.py cluster_watch`` and the portal in its own process. Either way the page learns of a change only
+through its live partial.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +26,16 @@ from django.utils import timezone
 from jobs import services
 from jobs.domain.records import JobRecord
 from tests.browser.conftest import _portal_roles, browser, chromium_executable, page  # noqa: F401 — fixtures
+from tests.jobs.integration.test_tracker_process import (  # noqa: F401 — fixtures
+    ROOT,
+    RUNTIMES,
+    database,
+    rows,
+    submit,
+    tracker_status,
+    wait_until,
+    watchers,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -180,3 +196,146 @@ def test_the_unschedulable_gang_says_why_with_capacity_numbers(page, django_user
     assert "1 node cordoned" in card
     assert "held by TrainJobs in namespaces you cannot see" in card  # team-b's gang holds a node, unnamed
     assert "llm-b" not in page.content()
+
+
+# -- against the real sandbox and the real cluster watcher -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_cluster():
+    """The 64-node demo sandbox with its controllers; pods take 6 s to start, so "Admitted" lasts long enough to see."""
+    from sandbox.testing import SandboxProcess
+
+    with SandboxProcess(topology="demo", controllers=True, extra_args=["--bookmark-interval", "0.5"],
+                        env={"SANDBOX_GENERATOR": "0", "SANDBOX_POD_START_DELAY": "6"}) as process:
+        yield process
+
+
+@pytest.fixture
+def cluster(demo_cluster, settings):
+    """The gateway pointed at the demo sandbox, reset, with the team namespaces and the demo runtimes."""
+    import yaml
+
+    from trainer_portal import kube
+    from trainer_portal.kube.client import get_gateway, reset_gateway
+
+    demo_cluster.clear_faults()
+    demo_cluster.reset()
+    settings.KUBE_CONFIG_PATH = demo_cluster.kubeconfig
+    settings.KUBE_CONTEXT = ""
+    settings.KUBE_IN_CLUSTER = False
+    reset_gateway()
+    gateway = get_gateway()
+    for name in ("team-a", "team-b"):
+        if gateway.get(kube.CORE_NAMESPACE, name=name) is None:
+            gateway.create(kube.CORE_NAMESPACE, body={"apiVersion": "v1", "kind": "Namespace",
+                                                      "metadata": {"name": name}})
+    runtime = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    for path in sorted(RUNTIMES.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        if gateway.get(runtime, name=body["metadata"]["name"]) is None:
+            gateway.create(runtime, body=body)
+    yield demo_cluster
+    demo_cluster.clear_faults()
+    reset_gateway()
+
+
+def _manage(db_path: Path, var_dir: Path, *args: str, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db_path}", "TRAINER_PORTAL_VAR_DIR": str(var_dir),
+           "DJANGO_SETTINGS_MODULE": "trainer_portal.settings", "LOG_LEVEL": "WARNING"}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    command = [sys.executable, "manage.py", *args]
+    if kwargs.pop("background", False):
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+    return subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, text=True, **kwargs)
+
+
+PEOPLE = """
+from django.contrib.auth.models import Group, User
+from jobs.models import NamespaceGrant
+dana = User.objects.create_user("dana", password="dana-password-1")
+dana.groups.add(Group.objects.get_or_create(name="data-scientist")[0])
+team = Group.objects.get_or_create(name="team-a-ml")[0]
+dana.groups.add(team)
+NamespaceGrant.objects.create(group=team, namespace="team-a")
+alice = User.objects.create_user("alice", password="alice-password-1")
+alice.groups.add(Group.objects.get_or_create(name="platform-admin")[0])
+"""
+
+
+@pytest.fixture
+def portal(demo_cluster, database, watchers, tmp_path):  # noqa: F811
+    """The portal served by its own process on the watcher's database (the test database is not shareable), with
+    dana (team-a) and alice (admin); yields its base URL."""
+    var_dir = tmp_path / "var-0"  # the first watcher's: the page explains waits on its live snapshot
+    _manage(database, var_dir, "shell", "-c", PEOPLE)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = _manage(database, var_dir, "runserver", "--noreload", f"127.0.0.1:{port}", background=True)
+    try:
+        wait_until(lambda: _accepts(port), timeout=30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_through_the_real_watcher_a_gang_goes_from_gang_pending_to_admitted_on_an_open_page(
+        browser, demo_cluster, cluster, database, watchers, portal):  # noqa: F811
+    from trainer_portal.kube.client import get_gateway
+
+    gateway = get_gateway()
+    watchers()
+    wait_until(lambda: (tracker_status(database) or {}).get("synced"))
+    # Every bind fails for now: the gang's PodGroup and pods exist, none is bound, so it is "Gang pending".
+    cluster.inject_fault(method="POST", path=r"/binding$", action="status", status=503, count=100_000)
+    submit(gateway, "llm-a", nodes=4)
+    submit(gateway, "llm-b", nodes=2, namespace="team-b")
+    submit(gateway, "too-big", nodes=40)  # no zone has 40 schedulable nodes
+    wait_until(lambda: rows(database).get("team-a/llm-a", {}).get("state") == "gang-pending")
+    wait_until(lambda: rows(database).get("team-a/too-big", {}).get("state") == "unschedulable")
+
+    context = browser.new_context(base_url=portal, viewport={"width": 1440, "height": 900})
+    page = context.new_page()  # noqa: F811
+    page.goto("/login/")
+    page.fill("#id_username", "dana")
+    page.fill("#id_password", "dana-password-1")
+    page.click("form button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/$"))  # a data scientist lands on her jobs
+
+    assert sorted(_rows(page)) == ["llm-a", "too-big"]
+    assert "team-b" not in page.content()
+    state = f"#job-{rows(database)['team-a/llm-a']['uid']} .jobs-state"
+    assert page.locator(state).inner_text() == "Gang pending"
+    page.evaluate("window.__sameDocument = true")
+
+    cluster.clear_faults()  # the scheduler's next pass binds the gang
+    page.wait_for_function(f"document.querySelector('{state}').textContent === 'Admitted'", timeout=15_000)
+    assert page.evaluate("window.__sameDocument") is True
+
+    page.goto("/jobs/team-a/too-big/")
+    card = page.locator(".jobs-reason-card").inner_text()
+    assert "Why it waits" in card
+    assert re.search(r"Needs 40 nodes × 8 GPUs in one zone; the best zone, zone-\S+, has \d+ free", card), card
+    context.close()
+
+    admin = browser.new_context(base_url=portal, viewport={"width": 1440, "height": 900})
+    page = admin.new_page()
+    page.goto("/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "alice-password-1")
+    page.click("form button[type=submit]")
+    page.goto("/jobs/")
+    assert sorted(_rows(page)) == ["llm-a", "llm-b", "too-big"]
+    admin.close()
