@@ -285,3 +285,20 @@ def test_pages_in_the_same_state_share_one_answer_after_a_change(client, bob, tw
         second = other.get(url, headers={"If-None-Match": etag})
 
     assert second.status_code == 200 and second.content == first.content
+
+
+def test_the_list_costs_the_same_queries_for_3_or_30_jobs(client, bob):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    live_tracker()
+    client.force_login(bob)
+    counts = []
+    for total in (3, 30):
+        while TrainJob.objects.count() < total:
+            tracked_job("team-a", runtime=f"rt-{TrainJob.objects.count() % 4}")
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/jobs/").status_code == 200
+        counts.append(len(captured.captured_queries))
+
+    assert counts[0] == counts[1]
