@@ -449,8 +449,14 @@ def trainjob_filter_values(*, user) -> FilterValues:
 
 
 def trainjob_detail_token(job: TrainJob, tracking: TrackingStatus) -> str:
-    """Return a token that changes whenever the detail page of ``job`` would show something else."""
-    raw = f"{job.id}:{job.change_seq}:{job.gone_at}:{tracking.stale}:{tracking.why}"
+    """Return a token that changes whenever the detail page of ``job`` would show something else.
+
+    A waiting job's page also explains the wait with the other jobs (who holds the capacity), so for it any tracked
+    change counts (one indexed MAX); otherwise only the job's own row and the tracker's health do."""
+    others = 0
+    if job.state in states.WAITING_STATES and job.gone_at is None:
+        others = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
+    raw = f"{job.id}:{job.change_seq}:{job.gone_at}:{others}:{tracking.stale}:{tracking.why}"
     return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 
 

@@ -243,9 +243,14 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
 @can_see_jobs
 def job_detail_live(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     """The detail page's live partial: 304 when the job and tracking are unchanged, else the job's body."""
+    try:
+        job = selectors.trainjob_get(user=request.user, namespace=namespace, name=name)
+    except TrainJobNotFound as exc:
+        raise Http404(exc.message) from None
+    etag = _etag(selectors.trainjob_detail_token(job, selectors.tracking_status()))
+    if _not_modified(request, etag):  # before the explanation: most polls end here
+        return HttpResponseNotModified(headers={"ETag": etag})
     context = _detail_context(request, namespace, name)
-    if _not_modified(request, context["etag"]):
-        return HttpResponseNotModified(headers={"ETag": context["etag"]})
     response = render(request, "jobs/_detail_live.html", context)
     response["ETag"] = context["etag"]
     return response

@@ -194,3 +194,25 @@ def test_the_detail_live_partial_is_304_until_the_job_changes(client, bob, waiti
     assert '<div id="job-body" class="jobs-detail" hx-swap-oob="true">' in html
     assert "Admitted" in html
     assert _poller(html)[1] != etag
+
+
+def test_a_waiting_jobs_page_refreshes_when_another_job_changes(client, bob, waiting_job):
+    client.force_login(bob)
+    url, etag = _poller(client.get("/jobs/team-a/big/").content.decode())
+    other = tracked_job("team-b", "holder", state="running")
+    assert client.get(url, headers={"If-None-Match": etag}).status_code == 200  # the holders may have changed
+
+    url, etag = _poller(client.get("/jobs/team-a/big/").content.decode())
+    TrainJob.objects.filter(pk=other.pk).update(state="succeeded", change_seq=99_999)
+
+    assert client.get(url, headers={"If-None-Match": etag}).status_code == 200
+
+
+def test_a_running_jobs_page_ignores_other_jobs(client, bob):
+    live_tracker()
+    tracked_job("team-a", "steady", state="running", pods=PODS[:3])
+    client.force_login(bob)
+    url, etag = _poller(client.get("/jobs/team-a/steady/").content.decode())
+    tracked_job("team-b", "elsewhere", state="gang-pending")
+
+    assert client.get(url, headers={"If-None-Match": etag}).status_code == 304
