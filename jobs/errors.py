@@ -1,17 +1,20 @@
-"""Errors of the jobs app: bad list parameters (→ 400 naming the field) and jobs the user may not see (→ 404)."""
+"""Errors of the jobs app (the portal's one error family): bad list parameters and grants (400, naming the field)
+and TrainJobs the caller may not see (404 — exactly like a missing one)."""
 
 from __future__ import annotations
 
+from trainer_portal.errors import PortalError
+from trainer_portal.errors import field as error_field
 
-class JobsError(Exception):
-    """Base of the jobs app's errors; ``status`` is the HTTP status an interface should answer."""
 
-    status = 400
+class JobsError(PortalError):
+    """Base of the jobs app's errors; ``field`` names the input the problem concerns ("" for none)."""
+
     code = "invalid"
+    status = 400
 
     def __init__(self, message: str, *, field: str = "") -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, fields=[error_field(field, message)] if field else None)
         self.field = field
 
 
@@ -22,8 +25,8 @@ class InvalidQuery(JobsError):
 class TrainJobNotFound(JobsError):
     """No visible TrainJob with that namespace and name (invisible jobs look exactly like missing ones)."""
 
-    status = 404
     code = "not_found"
+    status = 404
 
 
 class InvalidGrant(JobsError):

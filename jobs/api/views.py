@@ -2,20 +2,18 @@
 
 Who may call: platform admins, viewers and superusers (every namespace) and data scientists (the namespaces
 granted to their groups); anyone else gets 403. A TrainJob in a namespace the caller may not see answers 404,
-exactly like a missing one.
+exactly like a missing one. Errors are `jobs.errors` (PortalErrors), mapped by the API's one exception handler.
 """
 
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import selectors
-from jobs.errors import InvalidQuery, TrainJobNotFound
 from trainer_portal import roles
 
 from . import serializers as s
@@ -31,10 +29,6 @@ class CanSeeTrainJobs(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return roles.can_see_trainjobs(request.user)
-
-
-def _invalid(error: InvalidQuery) -> exceptions.ValidationError:
-    return exceptions.ValidationError({error.field or "query": [error.message]})
 
 
 def _parse(serializer_class, request) -> dict:
@@ -76,14 +70,11 @@ class TrainJobListApi(ConditionalMixin, APIView):
         etag = self._etag(request, tracking, query.get("namespace"))
         if self._not_modified(request, etag):
             return Response(status=304, headers={"ETag": etag})
-        try:
-            page = selectors.trainjob_list(
-                user=request.user, namespace=query.get("namespace"), state=query.get("state"),
-                runtime=query.get("runtime"), level=query.get("level"), queue=query.get("queue"),
-                search=query.get("search"), sort=query.get("sort"), cursor=query.get("cursor"),
-                limit=query.get("limit"), include_gone=query.get("gone", False))
-        except InvalidQuery as error:
-            raise _invalid(error) from None
+        page = selectors.trainjob_list(
+            user=request.user, namespace=query.get("namespace"), state=query.get("state"),
+            runtime=query.get("runtime"), level=query.get("level"), queue=query.get("queue"),
+            search=query.get("search"), sort=query.get("sort"), cursor=query.get("cursor"),
+            limit=query.get("limit"), include_gone=query.get("gone", False))
         next_url = None
         if page.next_cursor:
             params = request.query_params.copy()
@@ -132,8 +123,5 @@ class TrainJobDetailApi(APIView):
         tags=["trainjobs"],
     )
     def get(self, request, namespace: str, name: str):
-        try:
-            detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name)
-        except TrainJobNotFound as error:
-            raise exceptions.NotFound(error.message) from None
+        detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name)
         return Response(s.TrainJobDetailSerializer(detail).data)

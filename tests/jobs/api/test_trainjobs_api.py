@@ -50,7 +50,8 @@ def test_a_data_scientist_sees_only_granted_namespaces_everywhere(client, dana, 
     assert sorted(_names(client.get(LIST))) == ["bert-a", "llm-a"]
     assert _names(client.get(LIST, {"namespace": "team-b"})) == []
     assert _names(client.get(LIST, {"search": "llm"})) == ["llm-a"]
-    assert client.get("/api/v1/trainjobs/team-b/llm-b/").status_code == 404
+    hidden = client.get("/api/v1/trainjobs/team-b/llm-b/")
+    assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "not_found"
     assert client.get("/api/v1/trainjobs/team-a/llm-a/").status_code == 200
     counts = client.get(SUMMARY).json()
     assert counts["total"] == 2 and counts["counts"]["unschedulable"] == 0

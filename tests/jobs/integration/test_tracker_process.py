@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from trainer_portal import kube
+from trainer_portal.kube.client import get_gateway, reset_gateway
 
 pytestmark = [pytest.mark.slow]
 
@@ -48,8 +49,8 @@ def cluster(demo_cluster, settings):
     settings.KUBE_CONTEXT = ""
     settings.KUBE_IN_CLUSTER = False
     settings.KUBE_REQUEST_TIMEOUT_SECONDS = 5.0
-    kube.reset_gateway()
-    gateway = kube.get_gateway()
+    reset_gateway()
+    gateway = get_gateway()
     for name in (NAMESPACE, "team-b"):
         if gateway.get(kube.CORE_NAMESPACE, name=name) is None:
             gateway.create(kube.CORE_NAMESPACE, body={"apiVersion": "v1", "kind": "Namespace",
@@ -61,7 +62,7 @@ def cluster(demo_cluster, settings):
             gateway.create(runtime, body=body)
     yield demo_cluster
     demo_cluster.clear_faults()
-    kube.reset_gateway()
+    reset_gateway()
 
 
 class Watcher:
@@ -191,7 +192,7 @@ def fresh_states(gateway) -> dict[str, tuple[str, str]]:
 
 
 def test_jobs_reach_their_states_live(cluster, database, watchers):
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     watchers()
     submit(gateway, "fits", nodes=4)
     submit(gateway, "too-big", nodes=40)  # no zone has 40 schedulable nodes
@@ -212,7 +213,7 @@ def test_jobs_reach_their_states_live(cluster, database, watchers):
 
 
 def test_a_killed_watcher_resumes_to_exactly_what_a_fresh_relist_says(cluster, database, watchers):
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     first = watchers()
     wait_until(lambda: (tracker_status(database) or {}).get("synced"))
     for i in range(12):
@@ -243,7 +244,7 @@ def remaining_faults(cluster) -> list:
 
 
 def test_watch_faults_recover_without_showing_a_wrong_state(cluster, database, watchers):
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     watchers("--watch-timeout", "2")  # streams end every 2 s, so every fault below meets a reconnect
     submit(gateway, "steady", nodes=4)
     wait_until(lambda: rows(database).get(f"{NAMESPACE}/steady", {}).get("state") == "running")
@@ -265,7 +266,7 @@ def test_watch_faults_recover_without_showing_a_wrong_state(cluster, database, w
 
 
 def test_only_the_lease_holder_writes_and_a_standby_takes_over(cluster, database, watchers):
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     first = watchers()
     holder = wait_until(lambda: (tracker_status(database) or {}).get("holder"))
     second = watchers()
@@ -284,7 +285,7 @@ def test_only_the_lease_holder_writes_and_a_standby_takes_over(cluster, database
 
 
 def test_odd_objects_are_unknown_and_never_stop_the_tracker(cluster, database, watchers):
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     watcher = watchers()
     podgroups = gateway.resolve(kube.PODGROUP)
     # A TrainJob of a runtime that does not exist: the Trainer creates nothing; we add a PodGroup without a Workload
