@@ -9,7 +9,6 @@ from django.core.validators import RegexValidator
 from trainer_portal import roles
 
 from .choices import AdmissionState, SchedulingLevel
-from .models import NamespaceGrant
 from .selectors import SORTS
 
 SORT_LABELS = {
@@ -56,35 +55,21 @@ class JobFilterForm(forms.Form):
         return {name: data[name] for name in self.FILTERS if data.get(name)}
 
 
-class NamespaceGrantForm(forms.ModelForm):
-    """Grant a group's members (data scientists) the TrainJobs of one namespace."""
+class NamespaceGrantForm(forms.Form):
+    """Grant a group's members (data scientists) the TrainJobs of one namespace (stored by the grant service)."""
 
-    namespace = forms.CharField(max_length=63, validators=[DNS_LABEL],
-                                help_text="The Kubernetes namespace, e.g. team-a.")
-
-    class Meta:
-        model = NamespaceGrant
-        fields = ("group", "namespace")
-        help_texts = {"group": "Members of this group who hold the data-scientist role see the namespace's jobs."}
+    group = forms.ModelChoiceField(queryset=Group.objects.none(), empty_label="Choose a group",
+                                   help_text="Members of this group who hold the data-scientist role see the "
+                                             "namespace's jobs.")
+    namespace = forms.CharField(max_length=63, validators=[DNS_LABEL], help_text="The Kubernetes namespace, e.g. "
+                                                                                  "team-a.")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # The role groups grant roles, not namespaces: granting "viewer" a namespace would mean nothing.
         self.fields["group"].queryset = Group.objects.exclude(
             name__in=(roles.PLATFORM_ADMIN, roles.VIEWER, roles.DATA_SCIENTIST)).order_by("name")
-        self.fields["group"].empty_label = "Choose a group"
 
     def clean_namespace(self) -> str:
-        """Return the namespace, lower-cased and stripped."""
+        """Return the namespace without surrounding blanks."""
         return self.cleaned_data["namespace"].strip()
-
-    def validate_unique(self) -> None:
-        """Skip the model's generic uniqueness message: ``clean`` names the duplicate grant instead."""
-
-    def clean(self) -> dict:
-        """Refuse a grant that already exists, naming it."""
-        data = super().clean()
-        group, namespace = data.get("group"), data.get("namespace")
-        if group and namespace and NamespaceGrant.objects.filter(group=group, namespace=namespace).exists():
-            raise forms.ValidationError(f"{group.name} already sees {namespace}.")
-        return data

@@ -18,18 +18,17 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, QueryDict
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from trainer_portal import roles
 
-from . import selectors
+from . import selectors, services
 from .choices import AdmissionState
 from .domain import states
-from .errors import InvalidQuery, TrainJobNotFound
+from .errors import InvalidGrant, InvalidQuery, TrainJobNotFound
 from .forms import JobFilterForm, NamespaceGrantForm
-from .models import NamespaceGrant
 from .templatetags.jobs_ui import LIVE_PARAMS
 
 PAGE_SIZE = 50
@@ -298,9 +297,15 @@ def grants(request: HttpRequest) -> HttpResponse:
     form = NamespaceGrantForm(request.POST or None)
     if request.method == "POST":
         if form.is_valid():
-            grant = form.save()
-            messages.success(request, f"Members of {grant.group.name} now see the TrainJobs of {grant.namespace}.")
-            return redirect("jobs:grants")
+            try:
+                grant = services.namespace_grant_create(group_name=form.cleaned_data["group"].name,
+                                                        namespace=form.cleaned_data["namespace"])
+            except InvalidGrant as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, f"Members of {grant.group.name} now see the TrainJobs of "
+                                          f"{grant.namespace}.")
+                return redirect("jobs:grants")
         return render(request, "jobs/grants.html", {"form": form, "grants": selectors.namespace_grants()},
                       status=400)
     return render(request, "jobs/grants.html", {"form": form, "grants": selectors.namespace_grants()})
@@ -310,8 +315,9 @@ def grants(request: HttpRequest) -> HttpResponse:
 @platform_admin_only
 def grant_delete(request: HttpRequest, pk: int) -> HttpResponse:
     """Remove one grant; its group's members stop seeing the namespace at their next request."""
-    grant = get_object_or_404(NamespaceGrant.objects.select_related("group"), pk=pk)
-    group, namespace = grant.group.name, grant.namespace
-    grant.delete()
-    messages.success(request, f"Members of {group} no longer see the TrainJobs of {namespace}.")
+    grant = next((g for g in selectors.namespace_grants() if g.pk == pk), None)
+    if grant is None:
+        raise Http404("no such grant (removed already?)")
+    services.namespace_grant_delete(group_name=grant.group.name, namespace=grant.namespace)
+    messages.success(request, f"Members of {grant.group.name} no longer see the TrainJobs of {grant.namespace}.")
     return redirect("jobs:grants")
