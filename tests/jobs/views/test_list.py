@@ -302,3 +302,19 @@ def test_the_list_costs_the_same_queries_for_3_or_30_jobs(client, bob):
         counts.append(len(captured.captured_queries))
 
     assert counts[0] == counts[1]
+
+
+def test_when_tracking_goes_stale_the_live_partial_repaints_everything_dimmed(client, bob, two_teams):
+    from jobs.models import TrackerStatus
+
+    client.force_login(bob)
+    url, etag = _poller(client.get("/jobs/").content.decode())
+    TrackerStatus.objects.filter(pk=1).update(connected=False, last_error="connection refused",
+                                              error_since=timezone.now())
+
+    html = client.get(url, headers={"If-None-Match": etag}).content.decode()
+
+    assert '<div id="jobs-results" hx-swap-oob="true">' in html
+    assert '<div id="jobs-tracking" class="jobs-tracking" hx-swap-oob="true">' in html
+    assert "cluster unreachable (connection refused)" in html
+    assert html.count("jobs-state--stale") == 3
