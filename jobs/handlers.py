@@ -118,7 +118,11 @@ class AdmissionHandler:
         if event_type == "DELETED":
             affected = self.index.delete(name, obj)
             if name == ownership.TRAINJOB and uid_of(obj):
-                self.deleted.add(uid_of(obj))
+                if self.full:  # the pending full reconcile marks it gone (it is not in the index any more)
+                    self.known_jobs.discard(uid_of(obj))
+                    self.observed.pop(uid_of(obj), None)
+                else:
+                    self.deleted.add(uid_of(obj))
         else:
             affected = self.index.upsert(name, obj)
             if name == ownership.TRAINJOB and uid_of(obj):
@@ -198,9 +202,14 @@ class AdmissionHandler:
         return involved.get("kind") in EVENT_OBJECT_KINDS and bool(involved.get("uid"))
 
     def _touch(self, affected: set[str], resource_version: str) -> None:
+        # While a full reconcile is pending (a standby, or before the first write) every job is recomputed
+        # anyway: only the versions are kept, so a standby's sets do not grow with every event.
+        track = not self.full
+        jobs = self.index.objects[ownership.TRAINJOB]
         for uid in affected:
-            self.dirty.add(uid)
-            if resource_version:
+            if track:
+                self.dirty.add(uid)
+            if resource_version and uid in jobs:
                 self.observed[uid] = _newer(resource_version, self.observed.get(uid, ""))
 
     def _is_synced(self, now: float) -> bool:

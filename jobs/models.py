@@ -130,6 +130,7 @@ class TrackerStatus(models.Model):
     tracked = models.PositiveIntegerField(default=0)
     writes = models.BigIntegerField(default=0, help_text="Rows written since the tracker started (for no-op checks).")
     change_seq = models.BigIntegerField(default=0)
+    pruned = models.BigIntegerField(default=0, help_text="TrainJobs removed by retention so far (poll tokens).")
 
     class Meta:
         verbose_name_plural = "tracker status"

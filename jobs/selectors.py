@@ -339,6 +339,7 @@ class TrackingStatus:
     heartbeat_at: dt.datetime | None = None
     last_event_at: dt.datetime | None = None
     tracked: int = 0
+    pruned: int = 0
     details: dict = field(default_factory=dict)
 
     @property
@@ -359,7 +360,8 @@ def tracking_status(*, now: dt.datetime | None = None) -> TrackingStatus:
     if status is None or status.heartbeat_at is None:
         return TrackingStatus(True, None, "no tracker has run yet (start manage.py cluster_watch)")
     common = {"holder": status.holder, "synced": status.synced, "connected": status.connected,
-              "heartbeat_at": status.heartbeat_at, "last_event_at": status.last_event_at, "tracked": status.tracked}
+              "heartbeat_at": status.heartbeat_at, "last_event_at": status.last_event_at, "tracked": status.tracked,
+              "pruned": status.pruned}
     stale_after = getattr(settings, "TRAINER_PORTAL_TRACKING_STALE_SECONDS", STALE_AFTER_SECONDS)
     if (now - status.heartbeat_at).total_seconds() > stale_after:
         return TrackingStatus(True, status.heartbeat_at, "the tracker stopped reporting", **common)
@@ -376,16 +378,18 @@ def trainjob_change_token(*, user, namespace: str | None = None, extra: str = ""
                           tracking: TrackingStatus | None = None) -> str:
     """Return a short token that changes whenever anything the user could see changes (rows or tracker health).
 
-    Two queries; cheap enough to answer conditional polls (ETag / If-None-Match). ``extra`` (e.g. the request's
-    query string) is folded in so different views of the same rows get different tokens.
+    Every write raises a row's ``change_seq`` (an index answers the MAX); rows removed by retention move the
+    tracker's ``pruned`` counter instead. Cheap enough to answer conditional polls (ETag / If-None-Match).
+    ``extra`` (e.g. the request's query string) is folded in so different views of the same rows get different
+    tokens.
     """
     visibility = visible_namespaces(user)
     queryset = visibility.filter(TrainJob.objects.all())
     if namespace:
         queryset = queryset.filter(namespace=namespace)
-    aggregate = queryset.aggregate(seq=Max("change_seq"), n=Count("id"))
+    newest = queryset.aggregate(seq=Max("change_seq"))["seq"] or 0
     tracking = tracking or tracking_status()
-    raw = f"{aggregate['seq'] or 0}:{aggregate['n']}:{visibility.fingerprint()}:{tracking.stale}:{tracking.why}:{extra}"
+    raw = f"{newest}:{tracking.pruned}:{visibility.fingerprint()}:{tracking.stale}:{tracking.why}:{extra}"
     return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 
 

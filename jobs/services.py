@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from .domain import states
@@ -258,6 +258,8 @@ def prune_finished(*, now: dt.datetime | None = None, days: int | None = None) -
     with transaction.atomic():
         TrainJobTransition.objects.filter(job_id__in=ids).delete()
         deleted, _ = TrainJob.objects.filter(id__in=ids).delete()
+        # Deleted rows move no change_seq: the counter tells pollers their lists changed.
+        TrackerStatus.objects.filter(pk=TrackerStatus.SINGLETON_ID).update(pruned=F("pruned") + len(ids))
     return len(ids) if deleted else 0
 
 

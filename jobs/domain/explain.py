@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainer_portal.placement import BASIC, GANG, ClusterSnapshot, PlacementInputError, PlacementRequest, place
-from trainer_portal.placement.snapshot import DOMAIN_LEVELS, LEVEL_NAMES, RACK
+from trainer_portal.placement.snapshot import CORDONED, DOMAIN_LEVELS, LEVEL_NAMES, PRESENT, RACK, READY
 
 from . import signals as sig
 
@@ -127,10 +127,37 @@ def _need_text(request: PlacementRequest, snapshot: ClusterSnapshot, gpus: int) 
     return f"needs {size} in one {level}"
 
 
-def _excluded_text(excluded: Mapping[str, int]) -> str:
-    parts = [f"{count:,} node{'' if count == 1 else 's'} {cause}" for cause, count in excluded.items()
-             if not cause.startswith("insufficient")]
-    return "; ".join(parts)
+def _domain_rows(snapshot: ClusterSnapshot, domain: Mapping | None) -> np.ndarray:
+    """Return a mask over the snapshot's rows: the nodes of ``domain`` (every node when None)."""
+    n = snapshot.size
+    present = (snapshot.flags[:n] & PRESENT) != 0
+    level = LEVEL_NAMES.index(domain["level"]) if domain and domain.get("level") in LEVEL_NAMES else None
+    if level is None:
+        return present
+    path = tuple(domain.get("path") or ())
+    if level >= DOMAIN_LEVELS:
+        mask = np.zeros(n, dtype=bool)
+        row = snapshot.row_of.get(path[-1]) if path else None
+        if row is not None:
+            mask[row] = True
+        return mask & present
+    ids = snapshot.domain[level, :n]
+    matching = [d for d in np.unique(ids[present]).tolist() if snapshot.domain_path(level, d) == path]
+    return np.isin(ids, matching) & present
+
+
+def _unavailable_text(snapshot: ClusterSnapshot, domain: Mapping | None) -> str:
+    """Return "1 node cordoned, 2 not ready" for the nodes of ``domain`` the scheduler cannot use ("" when none)."""
+    rows = _domain_rows(snapshot, domain)
+    flags = snapshot.flags[: snapshot.size][rows]
+    not_ready = int(np.count_nonzero((flags & READY) == 0))
+    cordoned = int(np.count_nonzero(((flags & CORDONED) != 0) & ((flags & READY) != 0)))
+    parts = []
+    if cordoned:
+        parts.append(f"{cordoned:,} node{'' if cordoned == 1 else 's'} cordoned")
+    if not_ready:
+        parts.append(f"{not_ready:,} node{'' if not_ready == 1 else 's'} not ready")
+    return ", ".join(parts)
 
 
 def _advice(alternatives: Iterable[str]) -> list[str]:
@@ -140,7 +167,11 @@ def _advice(alternatives: Iterable[str]) -> list[str]:
         if match:
             count = match["count"]
             verb = "frees" if count == "1" else "free"
-            text = f"fits once {count} more {match['what']} {verb} in {match['where']}"
+            where = match["where"]
+            level, _, value = where.partition(" ")
+            if level in LEVEL_NAMES and value:
+                where = value  # "zone zone-a" reads as "zone-a"
+            text = f"fits once {count} more {match['what']} {verb} in {where}"
         advice.append(text)
     return advice
 
@@ -175,7 +206,7 @@ def explain_wait(job: JobShape, snapshot: ClusterSnapshot, *, occupants: Iterabl
         head = f"{need}; the best {level}, {best.split(' ', 1)[-1]}, has {have:,} free"
     else:
         head = f"{need}; {failing.message}"
-    extra = _excluded_text(excluded)
+    extra = _unavailable_text(snapshot, failing.domain if best else None)
     holders, other = _holders(snapshot, failing.domain, occupants, max_holders)
     return WaitExplanation(True, f"{head}; {extra}" if extra else head, fits=False, need=need, best_domain=best,
                            have=have, excluded=excluded,

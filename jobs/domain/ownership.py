@@ -148,6 +148,24 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
     return {**head, "metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
 
 
+def _same(old: dict | PodRecord, new: dict | PodRecord) -> bool:
+    """Return True when two stored forms of an object differ at most in their resourceVersion."""
+    if isinstance(old, PodRecord) or isinstance(new, PodRecord):
+        return isinstance(old, PodRecord) and isinstance(new, PodRecord) and all(
+            getattr(old, name) == getattr(new, name) for name in PodRecord.__slots__ if name != "version")
+    if old.keys() != new.keys():
+        return False
+    for key in old:
+        if key == "metadata":
+            left, right = old[key], new[key]
+            if {k: v for k, v in left.items() if k != "resourceVersion"} != \
+                    {k: v for k, v in right.items() if k != "resourceVersion"}:
+                return False
+        elif old[key] != new[key]:
+            return False
+    return True
+
+
 def _view(stored: dict | PodRecord | None) -> dict | None:
     """Return a stored object as a dict (inflating pod records)."""
     return stored.as_object() if isinstance(stored, PodRecord) else stored
@@ -214,7 +232,12 @@ class OwnershipIndex:
         if not uid:
             return set()
         obj = slim(kind, obj)
-        affected = self.owners(kind, uid) if uid in self.objects[kind] else set()
+        previous = self.objects[kind].get(uid)
+        if previous is not None and _same(previous, obj):
+            # Only the resourceVersion (or a field the tracker does not keep) changed: nothing to recompute.
+            self.objects[kind][uid] = obj
+            return set()
+        affected = self.owners(kind, uid) if previous is not None else set()
         self._remove(kind, uid)
         self._add(kind, uid, obj)
         return affected | self.owners(kind, uid)

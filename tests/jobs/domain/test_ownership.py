@@ -103,3 +103,16 @@ def test_pods_are_stored_slim():
     assert kept["spec"]["nodeName"] == "n1" and kept["status"]["phase"] == "Running"
     assert kept["spec"]["schedulingGroup"] == {"podGroupName": "g"}
     assert kept["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+
+
+def test_a_change_of_nothing_the_tracker_keeps_affects_no_job():
+    job = o.trainjob(uid="u-5")
+    group = o.pod_group(job, o.workload(job))
+    member = o.pod(job, 0, group=group, node="n1", phase="Running")
+    index = _index((TRAINJOB, job), (PODGROUP, group), (POD, member))
+    probed = {**member, "metadata": {**member["metadata"], "resourceVersion": "99999"},
+              "status": {**member["status"], "containerStatuses": [{"name": "c", "ready": True}]}}
+
+    assert index.upsert(POD, probed) == set()
+    assert index.upsert(POD, {**probed, "status": {"phase": "Succeeded"}}) == {"u-5"}
+    assert index.upsert(TRAINJOB, {**job, "metadata": {**job["metadata"], "resourceVersion": "99999"}}) == set()

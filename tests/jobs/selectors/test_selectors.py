@@ -111,3 +111,17 @@ def test_grants_are_created_validated_and_removed(dana):
         assert caught.value.field == field
     assert services.namespace_grant_delete(group_name="team-a-ml", namespace="team-c")
     assert not services.namespace_grant_delete(group_name="team-a-ml", namespace="team-c")
+
+
+def test_pruning_changes_the_change_token(bob):
+    from jobs import services
+
+    live_tracker()
+    old = tracked_job("team-a", state="succeeded", finished_at=timezone.now() - dt.timedelta(days=90))
+    tracked_job("team-a")
+    old.change_seq = 1  # not the newest row: its removal does not move MAX(change_seq)
+    old.save()
+    token = selectors.trainjob_change_token(user=bob)
+
+    assert services.prune_finished(days=30) == 1
+    assert selectors.trainjob_change_token(user=bob) != token
