@@ -318,3 +318,32 @@ def test_when_tracking_goes_stale_the_live_partial_repaints_everything_dimmed(cl
     assert '<div id="jobs-tracking" class="jobs-tracking" hx-swap-oob="true">' in html
     assert "cluster unreachable (connection refused)" in html
     assert html.count("jobs-state--stale") == 3
+
+
+def test_every_value_in_a_row_is_escaped(client, bob):
+    live_tracker()
+    job = tracked_job("team-a", "evil", runtime='<img src=x onerror="alert(1)">', queue="<b>q</b>",
+                      creator='"><script>alert(2)</script>')
+    TrainJob.objects.filter(pk=job.pk).update(message="<script>alert(3)</script>", reason="<i>r</i>")
+    client.force_login(bob)
+
+    for url in ("/jobs/", "/jobs/live/"):
+        html = client.get(url).content.decode()
+        assert "<script>alert" not in html and "<img src=x" not in html and "<b>q</b>" not in html
+        assert "<i>r</i>" not in html
+        assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html
+
+
+@pytest.mark.parametrize("query", ["cursor=not-a-cursor", "sort=sideways", "level=galactic", "_seq=x&_m=y&_c=z",
+                                   "q=" + "x" * 500, "namespace=%00"])
+def test_odd_queries_never_fail_the_server(client, bob, two_teams, query):
+    client.force_login(bob)
+
+    for url in (f"/jobs/?{query}", f"/jobs/live/?{query}"):
+        assert client.get(url).status_code in (200, 400), url
+
+
+def test_removing_a_grant_that_is_gone_is_a_404(client, alice):
+    client.force_login(alice)
+
+    assert client.post("/jobs/grants/999/delete/").status_code == 404
