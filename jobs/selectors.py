@@ -470,3 +470,9 @@ def trainjob_counts_by_namespace(*, user) -> list[tuple[str, dict[str, int]]]:
     for row in trainjob_queryset(user=user).order_by().values("namespace", "state").annotate(n=Count("id")):
         counts[row["namespace"]][row["state"]] = row["n"]
     return sorted(counts.items())
+
+
+def cluster_heat_summary() -> dict | None:
+    """Return the live snapshot's free/total GPUs per zone → block → rack (None when there is no snapshot yet)."""
+    live = snapshots.live_snapshot()
+    return live.snapshot.to_summary() if live is not None else None

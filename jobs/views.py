@@ -220,12 +220,13 @@ def _detail_context(request: HttpRequest, namespace: str, name: str) -> dict:
     tracking = detail.tracking
     token = selectors.trainjob_detail_token(job, tracking)
     placed = [pod for pod in job.pods or [] if pod.get("node")]
+    heat = selectors.cluster_heat_summary() if placed else None
     return {
         "job": job, "detail": detail, "tracking": tracking,
         "explanation": detail.explanation,
         "tree": _pod_tree(job), "timeline": detail.timeline, "events": job.events or [],
         "waiting": job.state in states.WAITING_STATES, "holds_capacity": job.state in states.ADMITTED_STATES,
-        "placed_pods": placed, "etag": _etag(token),
+        "placed_pods": placed, "heat": heat, "etag": _etag(token),
         "live_url": reverse("jobs:detail-live", args=[job.namespace, job.name]),
         "live_headers": json.dumps({"If-None-Match": _etag(token)}),
     }

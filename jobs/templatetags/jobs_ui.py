@@ -247,14 +247,60 @@ def _bucket(count: int, most: int) -> int:
     return max(1, min(5, 1 + (4 * count) // most))
 
 
-@register.simple_tag
-def placement_heatmap(pods: Iterable[Mapping[str, Any]]) -> SafeString:
-    """Return the heat map of where a gang's pods landed: zone → block → rack, one cell per rack.
+def _free_bucket(free: int, total: int) -> int:
+    """Return the preview's colour step of a rack: 0 (no GPU free) … 5 (all free); -1 when it has no GPUs."""
+    if total <= 0:
+        return -1
+    if free <= 0:
+        return 0
+    if free >= total:
+        return 5
+    return min(4, 1 + (4 * free) // total)
 
-    Uses the placement preview's look (``pv-*`` classes of preview.css): every rack holding pods is outlined as
-    placed, the colour step grows with the number of pods in it. Every name is escaped.
+
+def _cluster_heatmap(zones_placed: list[dict[str, Any]], summary: Mapping[str, Any]) -> list[str]:
+    """Return the heat map parts of the whole cluster (free GPUs per rack), the job's racks outlined."""
+    placed = {(z["name"], b["name"], r["name"]): r["pods"]
+              for z in zones_placed for b in z["blocks"] for r in b["racks"]}
+    placed_zones = {z["name"] for z in zones_placed}
+    placed_blocks = {(z["name"], b["name"]) for z in zones_placed for b in z["blocks"]}
+    parts: list[str] = []
+    for zone in summary.get("zones", []):
+        zone_name = escape(zone["name"])
+        parts.append(f'<div class="pv-zone{" pv-zone--placed" if zone["name"] in placed_zones else ""}">'
+                     f'<div class="pv-zone__head"><b>{zone_name}</b><span>{zone["freeGpus"]:,} / '
+                     f'{zone["totalGpus"]:,} GPUs free</span></div>')
+        for block in zone.get("blocks", []):
+            name = escape(block["name"])
+            here = (zone["name"], block["name"]) in placed_blocks
+            parts.append(f'<div class="pv-block{" pv-block--placed" if here else ""}"><span class="pv-block__name" '
+                         f'title="{name}: {block["freeGpus"]:,} / {block["totalGpus"]:,} GPUs free">{name}</span>'
+                         f'<div class="pv-racks">')
+            for rack in block.get("racks", []):
+                bucket = _free_bucket(rack["freeGpus"], rack["totalGpus"])
+                css = "hx" if bucket < 0 else f"h{bucket}"
+                title = f'{escape(rack["name"])}: {rack["freeGpus"]:,}/{rack["totalGpus"]:,} free'
+                pods = placed.get((zone["name"], block["name"], rack["name"]), 0)
+                if pods:
+                    parts.append(f'<i class="{css} p" title="{title}, {pods:,} pods of this job"></i>')
+                else:
+                    parts.append(f'<i class="{css}" title="{title}"></i>')
+            parts.append("</div></div>")
+        parts.append("</div>")
+    return parts
+
+
+@register.simple_tag
+def placement_heatmap(pods: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | None = None) -> SafeString:
+    """Return the heat map of where a gang's pods landed, in the placement preview's look (``pv-*`` classes).
+
+    With the live snapshot's ``summary`` (zones → blocks → racks of free/total GPUs): the whole cluster coloured
+    by free GPUs, the racks holding the job's pods outlined. Without it: only the job's racks, the colour step
+    growing with the pods in each. Every name is escaped.
     """
     zones = placement_cells(pods)
+    if summary and summary.get("zones"):
+        return mark_safe("".join(_cluster_heatmap(zones, summary)))  # noqa: S308 — names escaped in the builder
     most = max((rack["pods"] for zone in zones for block in zone["blocks"] for rack in block["racks"]), default=0)
     parts: list[str] = []
     for zone in zones:

@@ -216,3 +216,19 @@ def test_a_running_jobs_page_ignores_other_jobs(client, bob):
     tracked_job("team-b", "elsewhere", state="gang-pending")
 
     assert client.get(url, headers={"If-None-Match": etag}).status_code == 304
+
+
+def test_with_a_live_snapshot_the_heat_map_shows_the_cluster_with_the_jobs_racks_outlined(client, bob):
+    live_tracker()
+    _save_snapshot()  # zone-a: a0..a3 in racks ra0, ra1; zone-b: b0..b3 in rb0, rb1
+    pods = [{"name": f"p-{i}", "phase": "Running", "node": f"b{i}", "podGroup": ""} for i in (2, 3)]
+    tracked_job("team-a", "on-b", state="running", pods=pods)
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/on-b/").content.decode()
+
+    heat = re.search(r'<div class="pv-heat".*?</section>', html, re.S).group(0)
+    assert "zone-a" in heat and "zone-b" in heat  # the whole cluster, not only the job's racks
+    assert re.search(r'<i class="h\d p" title="rb1: \d+/16 free, 2 pods of this job">', heat)
+    assert re.search(r'<i class="h\d" title="ra0: \d+/16 free">', heat)
+    assert "this job&#x27;s pods" in html or "this job's pods" in html
