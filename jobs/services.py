@@ -1,7 +1,8 @@
 """Writes of the admission tracker: TrainJob rows, their transitions, gone marks, retention and tracker health.
 
 Only the cluster-watch process holding the Lease calls these (``jobs.handlers``). Rules:
-- A row is written only when something it shows changed (``JobRecord.comparable``): a no-op event writes nothing.
+- A row is written only when something it shows changed (``JobRecord.digest`` of what it shows, kept in the row):
+  a no-op event writes nothing.
 - Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction.
 - An older observation never overwrites a newer one: ``observed_version`` is compared with the row's
   ``resource_version`` numerically when both are decimal (etcd revisions); otherwise the later delivery wins.
@@ -35,7 +36,10 @@ DEFAULT_RETENTION_DAYS = 30
 UPDATED_FIELDS = ("namespace", "name", "runtime_kind", "runtime_name", "num_nodes", "gpus_per_node",
                   "resources_per_node", "level", "queue_name", "creator", "priority_class", "state", "reason",
                   "message", "since", "submitted_at", "admitted_at", "finished_at", "pod_groups", "workload", "pods",
-                  "events", "kueue", "resource_version", "gone_at", "change_seq", "updated_at")
+                  "events", "kueue", "resource_version", "digest", "gone_at", "change_seq", "updated_at")
+# What a batch reads of its existing rows: enough to decide, never the JSON columns.
+DECIDING_FIELDS = ("id", "uid", "digest", "resource_version", "state", "since", "submitted_at", "admitted_at",
+                   "finished_at", "gone_at", "change_seq", "updated_at")
 
 
 @dataclass
@@ -58,10 +62,6 @@ class ApplyResult:
         """Add ``other``'s counts to this one."""
         for name in ("created", "updated", "unchanged", "stale", "transitions"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-
-
-def _row_comparable(row: TrainJob) -> tuple:
-    return tuple(getattr(row, name) for name in JobRecord.COMPARED)
 
 
 def is_older(observed: str, stored: str) -> bool:
@@ -90,9 +90,10 @@ def _enter_state(row: TrainJob, record: JobRecord, now: dt.datetime) -> None:
         row.finished_at = since
 
 
-def _copy(record: JobRecord, row: TrainJob) -> None:
+def _copy(record: JobRecord, row: TrainJob, digest: str) -> None:
     for name in JobRecord.COMPARED:
         setattr(row, name, getattr(record, name))
+    row.digest = digest
     if record.submitted_at is not None:
         row.submitted_at = record.submitted_at
     if record.observed_version:
@@ -120,7 +121,8 @@ def apply_records(records: Sequence[JobRecord], *, now: dt.datetime | None = Non
 def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
     result = ApplyResult()
     with transaction.atomic():
-        existing = {row.uid: row for row in TrainJob.objects.filter(uid__in=[r.uid for r in records])}
+        existing = {row.uid: row for row in TrainJob.objects.filter(uid__in=[r.uid for r in records])
+                    .only(*DECIDING_FIELDS)}
         seq = None
         created: list[TrainJob] = []
         updated: list[TrainJob] = []
@@ -130,21 +132,22 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
             if row is not None and is_older(record.observed_version, row.resource_version):
                 result.stale += 1
                 continue
-            if row is not None and row.gone_at is None and _row_comparable(row) == record.comparable():
+            digest = record.digest()
+            if row is not None and row.gone_at is None and row.digest == digest:
                 result.unchanged += 1
                 continue
             if seq is None:
                 seq = _next_seq()
             if row is None:
                 row = TrainJob(uid=record.uid, submitted_at=record.submitted_at or now, since=now)
-                _copy(record, row)
+                _copy(record, row, digest)
                 _enter_state(row, record, now)
                 row.change_seq = seq
                 created.append(row)
                 transitions.append((row, "", record))
             else:
                 previous = row.state
-                _copy(record, row)
+                _copy(record, row, digest)
                 row.gone_at = None
                 if previous != record.state:
                     _enter_state(row, record, now)

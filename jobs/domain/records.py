@@ -7,6 +7,8 @@ Pure: built from an ``ownership.JobTree`` and its ``admission.Admission``; the s
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 from . import signals as sig
@@ -53,6 +55,11 @@ class JobRecord:
     def comparable(self) -> tuple:
         """Return the values of ``COMPARED`` (what a no-op event leaves unchanged)."""
         return tuple(getattr(self, name) for name in self.COMPARED)
+
+    def digest(self) -> str:
+        """Return a 32-hex-digit hash of ``comparable()``: equal digests mean the row would show the same."""
+        raw = json.dumps(self.comparable(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
 
 
 def _event_view(event: dict) -> dict:
