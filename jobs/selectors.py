@@ -424,3 +424,55 @@ def admission_stats(*, user, hours: int = 24, now: dt.datetime | None = None) ->
                        "p50Seconds": _percentile(values, 0.5), "p95Seconds": _percentile(values, 0.95)})
     result.sort(key=lambda r: (-r["jobs"], r["runtime"], r["level"]))
     return result
+
+
+# -- pages (list filters, explanation as a given user may see it, per-job live token) ----------------------------
+
+
+@dataclass(frozen=True)
+class FilterValues:
+    """The values the list's filters offer: the namespaces, runtimes and queues of the visible jobs."""
+
+    namespaces: list[str]
+    runtimes: list[str]
+    queues: list[str]
+
+
+def trainjob_filter_values(*, user) -> FilterValues:
+    """Return the distinct namespaces, runtimes and queues of the visible, not-gone TrainJobs (sorted; 3 queries).
+
+    A data scientist also gets every granted namespace, even one without jobs yet, so the filter shows it."""
+    queryset = trainjob_queryset(user=user).order_by()
+    visibility = visible_namespaces(user)
+    namespaces = set(queryset.values_list("namespace", flat=True).distinct())
+    if not visibility.everything:
+        namespaces |= visibility.namespaces
+    runtimes = queryset.exclude(runtime_name="").values_list("runtime_name", flat=True).distinct()
+    queues = queryset.exclude(queue_name="").values_list("queue_name", flat=True).distinct()
+    return FilterValues(sorted(namespaces), sorted(runtimes), sorted(queues))
+
+
+def trainjob_detail_token(job: TrainJob, tracking: TrackingStatus) -> str:
+    """Return a token that changes whenever the detail page of ``job`` would show something else.
+
+    A waiting job's page also explains the wait with the other jobs (who holds the capacity), so for it any tracked
+    change counts (one indexed MAX); otherwise only the job's own row and the tracker's health do."""
+    others = 0
+    if job.state in states.WAITING_STATES and job.gone_at is None:
+        others = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
+    raw = f"{job.id}:{job.change_seq}:{job.gone_at}:{others}:{tracking.stale}:{tracking.why}"
+    return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+
+def trainjob_counts_by_namespace(*, user) -> list[tuple[str, dict[str, int]]]:
+    """Return [(namespace, {state: count})] over the visible, not-gone TrainJobs, namespaces sorted (one query)."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in trainjob_queryset(user=user).order_by().values("namespace", "state").annotate(n=Count("id")):
+        counts[row["namespace"]][row["state"]] = row["n"]
+    return sorted(counts.items())
+
+
+def cluster_heat_summary() -> dict | None:
+    """Return the live snapshot's free/total GPUs per zone → block → rack (None when there is no snapshot yet)."""
+    live = snapshots.live_snapshot()
+    return live.snapshot.to_summary() if live is not None else None

@@ -45,13 +45,16 @@ def can_see_trainjobs(user) -> bool:
 
 
 def role_name(user) -> str:
-    """Return a human label for the strongest role of ``user`` ("superuser", "platform admin", "viewer", "none")."""
+    """Return a human label for the strongest role of ``user`` ("superuser", "platform admin", "viewer",
+    "data scientist", "none")."""
     if getattr(user, "is_superuser", False):
         return "superuser"
     if is_platform_admin(user):
         return "platform admin"
     if is_viewer(user):
         return "viewer"
+    if is_data_scientist(user):
+        return "data scientist"
     return "none"
 
 
