@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("trainer_portal.tokens.api_urls")),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
     path("", include("runtimes.api.urls")),
+    path("", include("jobs.api.urls")),
 ]
