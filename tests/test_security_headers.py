@@ -63,6 +63,10 @@ PAGES = [
     "/runtimes/headers-demo/history/",
     "/runtimes/headers-demo/delete/",
     "/preview/",
+    "/jobs/",
+    "/jobs/overview/",
+    "/jobs/runtimes/headers-demo/jobs/",
+    "/account/tokens/",
 ]
 
 

@@ -39,7 +39,8 @@ def test_the_pages_and_their_htmx_run_without_a_csp_violation(admin_page):
     page, violations, foreign = admin_page
 
     for path in ("/runtimes/", "/runtimes/csp-demo/", "/runtimes/csp-demo/edit/", "/runtimes/new/",
-                 "/runtimes/import/", "/preview/?policy=csp-demo", "/account/tokens/"):
+                 "/runtimes/import/", "/preview/?policy=csp-demo", "/account/tokens/", "/jobs/", "/jobs/overview/",
+                 "/cluster/"):
         page.goto(path)
         page.wait_for_load_state("networkidle")
     page.goto("/preview/?policy=csp-demo")
