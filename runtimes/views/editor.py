@@ -163,7 +163,13 @@ class _EditorView(PlatformAdminRequiredMixin, View):
 
         def again(status: int = 200, **extra: Any) -> HttpResponse:
             context = _editor_context(
-                editor=editor, yaml_text=yaml_text, policy=policy, version=version, message=message, **extra
+                editor=editor,
+                yaml_text=yaml_text,
+                policy=policy,
+                version=version,
+                message=message,
+                form_edited=request.POST.get("form_edited") == "1",
+                **extra,
             )
             return render(request, EDITOR_TEMPLATE, context, status=status)
 
@@ -186,7 +192,10 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         editor = PolicyEditor.from_fields(
             fields_from_manifest(manifest), creating=policy is None, fixed_name=fixed_name
         )
-        source = RevisionSource.FORM if form_applied else RevisionSource.YAML
+        # With JavaScript the form's edits are already in the posted YAML (nothing left to apply): the page's
+        # form_edited flag, set by the form → YAML sync, says they came from the form.
+        form_used = form_applied or request.POST.get("form_edited") == "1"
+        source = RevisionSource.FORM if form_used else RevisionSource.YAML
         try:
             if policy is None:
                 saved = policy_services.policy_create(
@@ -242,6 +251,7 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             policy=policy,
             version=version,
             message=data.get("message", ""),
+            form_edited=data.get("form_edited") == "1",
             quiet_errors=True,
         )
         template = f"{EDITOR_TEMPLATE}#form-fields" if request.htmx else EDITOR_TEMPLATE
@@ -292,6 +302,7 @@ class RenderYamlView(PlatformAdminRequiredMixin, View):
             return _status_only(request, {**base, "sync_error": "The form has errors: " + "; ".join(errors)})
         result, applied = _merge(editor, manifest)
         new_text = dump_yaml(result) if applied or manifest is None else yaml_text
+        form_edited = applied or request.POST.get("form_edited") == "1"
         problems = _report_dicts(result)
         context = _editor_context(
             editor=editor,
@@ -300,6 +311,7 @@ class RenderYamlView(PlatformAdminRequiredMixin, View):
             version=None,
             problems=problems,
             oob=True,
+            form_edited=form_edited,
             # The form now matches the YAML: make that the base the next merge compares against.
             fields_base_json=fields_to_json(fields_from_manifest(result)),
         )

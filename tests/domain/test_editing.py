@@ -483,3 +483,54 @@ def test_a_new_trainer_job_gets_the_container_the_webhook_requires():
         },
     }
     assert validate_runtime(edited).problems == ()
+
+
+def _level2_gang_on_node() -> dict:
+    manifest = new_runtime("gang-node")
+    fields = fields_from_manifest(manifest)
+    fields.scheduling_mode = "level2"
+    fields.level2 = [Level2Entry(targets=["node"])]
+    return apply_fields(manifest, fields)
+
+
+def test_turning_on_level3_moves_the_group_under_job_and_leaves_no_level2_default_beside_it():
+    manifest = _level2_gang_on_node()
+    assert manifest["spec"]["scheduling"]["replicatedJobs"] == [
+        {"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}
+    ]
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields(topology_key="topology.kubernetes.io/rack")
+
+    result = apply_fields(manifest, fields)
+
+    assert result["spec"]["scheduling"]["replicatedJobs"] == [
+        {
+            "targetReplicatedJobs": ["node"],
+            "job": {
+                "schedulingPolicy": {"gang": {}},
+                "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+            },
+        }
+    ]
+    assert not validate_runtime(result).errors
+
+
+def test_turning_off_level3_writes_the_level2_group_in_full():
+    manifest = _level2_gang_on_node()
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields()
+    with_job = apply_fields(manifest, fields)
+    fields = fields_from_manifest(with_job)
+    fields.level2[0].job = None
+
+    result = apply_fields(with_job, fields)
+
+    assert result == manifest
+
+
+def test_an_entry_with_explicit_level2_fields_and_a_job_is_left_alone_when_untouched():
+    manifest = _level2_gang_on_node()
+    entry = manifest["spec"]["scheduling"]["replicatedJobs"][0]
+    entry["job"] = {"schedulingPolicy": {"gang": {}}}
+
+    assert apply_fields(manifest, fields_from_manifest(manifest)) == manifest
