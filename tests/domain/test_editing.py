@@ -185,9 +185,10 @@ def test_apply_fields_does_not_modify_its_input():
 
 def test_reordering_replicated_jobs_keeps_each_job_intact():
     original, edited = edit("qwen", lambda f: f.replicated_jobs.reverse())
-    assert structural_diff(original, edited) == []  # list-map order is not a change
-    names = [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]]
-    assert names == ["node", "model-initializer", "dataset-initializer"]
+    # The order is the only change (JobSet starts ReplicatedJobs in list order); every item is as it was.
+    names = ["node", "model-initializer", "dataset-initializer"]
+    assert structural_diff(original, edited) == [Change(RJ, "changed", names[::-1], names)]
+    assert [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]] == names
 
 
 def test_renaming_a_replicated_job_follows_success_policy_and_keeps_its_template():
