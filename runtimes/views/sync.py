@@ -81,7 +81,8 @@ class SyncPanelView(ViewerRequiredMixin, View):
     """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
 
     def get(self, request, name: str):
-        return render(request, "runtimes/_sync_panel.html", {"policy": policy_or_404(name)})
+        context = {"policy": policy_or_404(name), "on_impact_page": request.GET.get("on") == "impact"}
+        return render(request, "runtimes/_sync_panel.html", context)
 
 
 class SyncImpactView(ViewerRequiredMixin, View):
@@ -113,7 +114,8 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
             messages.success(request, f"Revision {revision} of {policy.name} is queued for the cluster.")
         if request.htmx:
             policy.refresh_from_db()
-            return render(request, "runtimes/_sync_panel.html", {"policy": policy})
+            context = {"policy": policy, "on_impact_page": request.POST.get("on") == "impact"}
+            return render(request, "runtimes/_sync_panel.html", context)
         return redirect(request.POST.get("next") or reverse("runtimes:drift", args=[policy.name]))
 
 
