@@ -102,8 +102,10 @@ def topology_key_suggestions() -> list[dict[str, str]]:
     live = live_snapshot()
     for item in live.label_keys() if live is not None else ():
         values = ", ".join(f"{v['value']} ({v['count']})" for v in item["values"][:4])
-        more = " …" if len(item["values"]) > 4 else ""
-        suggestions[item["key"]] = f"{item['nodes']} nodes, {len(item['values'])} values: {values}{more}"
+        more = " …" if item.get("distinct", len(item["values"])) > 4 else ""
+        distinct = item.get("distinct", len(item["values"]))
+        nodes = f"{item['nodes']:,} node{'s' * (item['nodes'] != 1)}"
+        suggestions[item["key"]] = f"{nodes}, {distinct:,} value{'s' * (distinct != 1)}: {values}{more}"
     return [{"key": key, "label": label} for key, label in suggestions.items()]
 
 
