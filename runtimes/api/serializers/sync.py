@@ -111,13 +111,18 @@ class SyncBatchItemSerializer(serializers.Serializer):
     revision = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
+    error = serializers.CharField(allow_blank=True, help_text="The cluster's message when the item failed.")
+    errorFields = serializers.ListField(
+        child=serializers.DictField(), help_text="The fields the cluster named (also `error_fields` until the next "
+        "release)."
+    )
 
 
 class SyncBatchProgressSerializer(serializers.Serializer):
     """Progress of a bulk sync; items whose policy was deleted count as done."""
 
     id = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    createdAt = serializers.DateTimeField(help_text="Also `created_at` until the next release.")
     total = serializers.IntegerField()
     done = serializers.IntegerField()
     succeeded = serializers.IntegerField()
