@@ -75,3 +75,18 @@ def test_an_authenticated_user_without_a_role_still_gets_403(charlie):
     client = APIClient()
     client.force_authenticate(charlie)
     assert client.get("/api/v1/runtimes/").status_code == 403
+
+
+def test_validate_and_create_report_a_problem_at_the_same_paths(as_alice):
+    manifest = new_runtime("bad-nodes")
+    manifest["spec"]["mlPolicy"]["numNodes"] = -1
+    validated = as_alice.post("/api/v1/runtimes/validate/", {"manifest": manifest}, format="json").json()
+    created = as_alice.post("/api/v1/runtimes/", {"manifest": manifest}, format="json")
+    assert created.status_code == 400
+    (problem,) = validated["errors"]
+    (field,) = [f for f in created.json()["error"]["fields"] if f["code"] == problem["code"]]
+    assert problem["path"] == field["path"] == "manifest.spec.mlPolicy.numNodes"
+    assert problem["manifestPath"] == field["manifestPath"] == "spec.mlPolicy.numNodes"
+    # A manifest sent as the whole body is the body: its paths start at the manifest.
+    raw = as_alice.post("/api/v1/runtimes/validate/", manifest, format="json").json()
+    assert raw["errors"][0]["path"] == raw["errors"][0]["manifestPath"] == "spec.mlPolicy.numNodes"
