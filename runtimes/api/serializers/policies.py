@@ -105,7 +105,7 @@ class ProblemSerializer(serializers.Serializer):
         help_text="Where in the request body, e.g. manifest.spec.mlPolicy.numNodes (spec.mlPolicy.numNodes when "
         "the manifest was the whole body), as in the error fields of create and update."
     )
-    manifestPath = serializers.CharField(help_text="Where in the manifest, e.g. spec.mlPolicy.numNodes.")
+    manifestPath = serializers.CharField(required=False, help_text="Where in the manifest: spec.mlPolicy.numNodes.")
     message = serializers.CharField()
     severity = serializers.ChoiceField(choices=["error", "warning"])
     code = serializers.CharField()
