@@ -16,7 +16,7 @@ from trainer_portal import kube
 from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
-from .test_policy_authoring import log_in
+from .test_policy_authoring import keep_screenshot, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -29,7 +29,7 @@ def policies(cluster, alice):
         policy_create(manifest=manifest, author=alice, message="first")
 
 
-def test_bulk_apply_confirms_the_policies_and_reports_each(page, alice, policies, eager_celery):  # noqa: F811
+def test_bulk_apply_confirms_the_policies_and_reports_each(page, alice, policies, eager_celery, tmp_path):  # noqa: F811
     from playwright.sync_api import expect
 
     log_in(page, "alice", "alice-password-1")
@@ -41,6 +41,8 @@ def test_bulk_apply_confirms_the_policies_and_reports_each(page, alice, policies
     risky = page.locator("tr[data-policy=bulk-risky]")
     expect(risky).to_contain_text("deadlock")
     risky.locator("input[name=names]").uncheck()
+    page.screenshot(path=str(tmp_path / "apply-all.png"), full_page=True)
+    keep_screenshot(tmp_path / "apply-all.png", "apply-all.png")
     page.click("text=Apply the ticked policies")
 
     page.wait_for_url(re.compile(r"/cluster/jobs/[0-9a-f]+/$"))
@@ -54,7 +56,9 @@ def test_bulk_apply_confirms_the_policies_and_reports_each(page, alice, policies
     assert RuntimePolicy.objects.get(name="bulk-a").sync_state == SyncState.SYNCED
 
 
-def test_force_reapply_shows_the_diff_and_the_overridden_manager_first(page, alice, cluster, gateway, eager_celery):  # noqa: F811
+def test_force_reapply_shows_the_diff_and_the_overridden_manager_first(
+    page, alice, cluster, gateway, eager_celery, tmp_path  # noqa: F811  (the fixture)
+):
     from playwright.sync_api import expect
 
     from runtimes.services.policies import policy_create
@@ -72,6 +76,8 @@ def test_force_reapply_shows_the_diff_and_the_overridden_manager_first(page, ali
     expect(page.locator("#reapply-managers")).to_contain_text("kubectl-edit")
     expect(page.locator("#reapply-changes")).to_contain_text("spec.mlPolicy.numNodes")
     expect(page.locator("#reapply-changes .diff")).to_contain_text("numNodes: 6")
+    page.screenshot(path=str(tmp_path / "reapply.png"), full_page=True)
+    keep_screenshot(tmp_path / "reapply.png", "reapply.png")
     assert gateway.get(ctr, name="forced")["spec"]["mlPolicy"]["numNodes"] == 6
 
     page.click("button[value=reapply]")

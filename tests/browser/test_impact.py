@@ -14,7 +14,7 @@ from runtimes.services.policies import policy_create
 from tests.ui import l2_l3_manifest
 from trainer_portal import kube
 
-from .test_policy_authoring import log_in
+from .test_policy_authoring import keep_screenshot, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -72,7 +72,9 @@ def boxes_overlap(a: dict, b: dict) -> bool:
     return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"])
 
 
-def test_the_impact_page_follows_the_sync_after_apply_and_fits_the_screen(page, alice, racks, broker_without_worker):
+def test_the_impact_page_follows_the_sync_after_apply_and_fits_the_screen(
+    page, alice, racks, broker_without_worker, tmp_path
+):
     from playwright.sync_api import expect
 
     log_in(page, "alice", "alice-password-1")
@@ -106,6 +108,8 @@ def test_the_impact_page_follows_the_sync_after_apply_and_fits_the_screen(page, 
     expect(panel).to_contain_text("#1")
     expect(panel.locator("text=Apply to cluster…")).to_have_count(0)  # the page itself is where one applies
     assert page.url == url
+    page.screenshot(path=str(tmp_path / "impact.png"), full_page=True)
+    keep_screenshot(tmp_path / "impact.png", "impact.png")
 
 
 def test_a_viewer_sees_an_impact_view_without_an_apply_button(page, bob, racks):
