@@ -160,7 +160,9 @@ def test_drift_resolve_adopt_and_reapply(cluster, gateway, ctr, make_policy, as_
 def test_impact_endpoint(cluster, make_policy, as_bob):
     make_policy("api-impact", num_nodes=3)
     body = as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=5").json()
-    assert body["num_nodes"] == 5
-    assert body["new"]["total_pods"] == 5
+    assert body["numNodes"] == body["num_nodes"] == 5  # the snake_case spelling stays for one release
+    assert body["new"]["totalPods"] == 5
     assert body["old"]["error"] == "Not applied yet."
+    camel = as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=5&dialect=camel").json()
+    assert "num_nodes" not in camel and "podGroups" in camel["new"]
     assert as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=zero").status_code == 400

@@ -122,7 +122,8 @@ class RuntimeSyncImpactApi(APIView):
     def get(self, request, name: str):
         policy = selectors.policy_get(name=name)
         num_nodes = sync.impact_num_nodes(request.query_params.get("numNodes"))
-        return Response(sync.policy_sync_impact(policy=policy, num_nodes=num_nodes))
+        impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
+        return Response(camel_body(impact, legacy=wants_legacy_keys(request)))
 
 
 class RuntimesBulkSyncApi(APIView):
