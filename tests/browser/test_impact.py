@@ -34,6 +34,21 @@ def racks(cluster, gateway, alice):
             "spec": {"runtimeRef": {"name": "mpi-racks"}},
         },
     )
+    # The jobs app's admission tracking, as its informer records the TrainJob (the impact page shows its state).
+    from django.utils import timezone
+
+    from jobs.models import TrainJob
+
+    now = timezone.now()
+    TrainJob.objects.create(
+        uid="uid-job-1",
+        namespace="team-a",
+        name="job-1",
+        runtime_name="mpi-racks",
+        state="running",
+        since=now,
+        submitted_at=now,
+    )
     return policy
 
 
@@ -80,9 +95,10 @@ def test_the_impact_page_follows_the_sync_after_apply_and_fits_the_screen(
     log_in(page, "alice", "alice-password-1")
     page.goto(IMPACT)
     expect(page.locator("h1")).to_have_text("Apply revision 1 of mpi-racks")
-    trainjobs = page.locator("#impact-trainjobs")
+    # The TrainJobs card is the jobs app's partial: each referencing TrainJob with its tracked state.
+    trainjobs = page.locator("#runtime-jobs")
     expect(trainjobs).to_contain_text("team-a/job-1")
-    expect(trainjobs).to_contain_text("Pending")
+    expect(trainjobs).to_contain_text("Running")
     expect(page.locator("body")).not_to_contain_text("keep running unchanged")
 
     # Layout: the two PodGroup tables sit side by side without overlapping, and nothing scrolls sideways.
@@ -120,4 +136,4 @@ def test_a_viewer_sees_an_impact_view_without_an_apply_button(page, bob, racks):
     expect(page.locator("h1")).to_have_text("Impact of revision 1 of mpi-racks")
     assert re.match(r"Impact of mpi-racks", page.title())
     expect(page.locator("text=Apply to cluster")).to_have_count(0)
-    expect(page.locator("#impact-trainjobs")).to_contain_text("team-a/job-1")
+    expect(page.locator("#runtime-jobs")).to_contain_text("team-a/job-1")
