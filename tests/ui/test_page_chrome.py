@@ -25,7 +25,7 @@ def test_the_admin_badge_names_the_role_and_what_it_may_do(client, alice):
     client.force_login(alice)
     html = client.get(reverse("runtimes:list")).content.decode()
     assert 'title="You may edit policies and apply them to the cluster"' in html
-    assert 'role-badge__label">role:</span> platform admin</span>' in html
+    assert '<span class="role-badge__label">role: </span><span class="role-badge__name">platform admin</span>' in html
 
 
 @pytest.mark.django_db

@@ -103,7 +103,7 @@ def test_it_shows_edit_buttons_to_admins_only(client, alice, bob, demo):
 @pytest.mark.django_db
 def test_it_shows_the_role_badge(client, bob):
     client.force_login(bob)
-    assert 'role-badge__label">role:</span> viewer</span>' in client.get(reverse("runtimes:list")).content.decode()
+    assert ">viewer</span>" in client.get(reverse("runtimes:list")).content.decode()
 
 
 @pytest.mark.django_db
