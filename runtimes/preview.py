@@ -36,10 +36,18 @@ SNAPSHOT_CACHE_SIZE = 4
 MAX_SYNTHETIC_NODES = 100_000
 API_V1BETA1 = "scheduling.k8s.io/v1beta1"
 API_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+# Trainer v2.4 supports Kubernetes 1.37+ only ("Workload beta APIs requires v1.37+"); 1.36 stays for comparison.
+NOT_SUPPORTED_BY_TRAINER = "not supported by Trainer v2.4"
 API_VERSIONS: dict[str, str] = {
     API_V1BETA1: "Kubernetes 1.37 (scheduling.k8s.io/v1beta1)",
-    API_V1ALPHA2: "Kubernetes 1.36 (scheduling.k8s.io/v1alpha2)",
+    API_V1ALPHA2: f"Kubernetes 1.36 (scheduling.k8s.io/v1alpha2) — {NOT_SUPPORTED_BY_TRAINER}",
 }
+UNSUPPORTED_API_WARNING = (
+    f"Kubernetes 1.36 (scheduling.k8s.io/v1alpha2) is {NOT_SUPPORTED_BY_TRAINER}, which needs Kubernetes 1.37+: "
+    "these are the objects a 1.36 cluster would take, for comparison only; choose 1.37 (scheduling.k8s.io/v1beta1) "
+    "for what Trainer v2.4 creates"
+)
+STARTUP_ORDER_VERDICT = "never schedules on a real cluster (startup order)"
 SOURCE_SYNTHETIC = "synthetic"
 SOURCE_LIVE = "live"
 # The synthetic generator's patterns (placement.md §6), labelled for the form.
@@ -641,6 +649,23 @@ def _strip_name(message: str, name: str) -> str:
     return message[len(prefix):] if message.startswith(prefix) else message
 
 
+def _startup_verdict(verdict: dict, deadlocks: list[str]) -> dict:
+    """Return `verdict` overridden for a policy whose gang can never reach minCount because of the dependsOn start
+    order (JobSet creates a dependent ReplicatedJob only once its dependency is Ready/Complete): it never fits,
+    whatever the capacity says."""
+    if not deadlocks:
+        return {**verdict, "startupDeadlock": False}
+    capacity = "there would be room for it" if verdict["fits"] else "it would not fit either"
+    return {
+        "fits": False,
+        "summary": f"The TrainJob {STARTUP_ORDER_VERDICT}: a gang waits for pods that are only created after it is "
+        f"scheduled ({capacity}).",
+        "explanation": [*deadlocks, *verdict["explanation"]],
+        "bindingLevel": verdict["bindingLevel"],
+        "startupDeadlock": True,
+    }
+
+
 def _verdict(placement: dict) -> dict:
     """Return {fits, summary, explanation[lines], bindingLevel} for the whole TrainJob."""
     groups = placement["groups"]
@@ -834,7 +859,7 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "expansion": {key: value for key, value in expansion_dict.items() if key != "podGroups"},
         "manifests": manifests,
         "yaml": yaml_text,
-        "verdict": _verdict(placement),
+        "verdict": _startup_verdict(_verdict(placement), _startup_deadlocks(manifest, request)),
         "span": _span(placement, expansion.composite),
         "fragmentation": _fragmentation_items(placement),
         "quality": quality,
@@ -843,5 +868,15 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "heatmap": _heatmap(source.heat, placement, expansion.composite),
         "topology": topology,
         "caveat": CAVEAT,
-        "warnings": [*warnings, *expansion.warnings],
+        "warnings": [
+            *([UNSUPPORTED_API_WARNING] if request.api_version == API_V1ALPHA2 else []),
+            *warnings,
+            *expansion.warnings,
+        ],
     }
+
+
+def _startup_deadlocks(manifest: dict, request: PreviewRequest) -> list[str]:
+    """Return the validator's startup-order deadlock messages for `manifest` (decision D8)."""
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    return [f"{p.path}: {p.message}" for p in report.startup_deadlocks]
