@@ -90,10 +90,11 @@ def policy_validate(*, manifest: Any) -> ValidationReport:
 def policy_create(*, manifest: Any, author: Any, message: str = "", source: str = RevisionSource.API) -> RuntimePolicy:
     """Create a policy from `manifest` with revision 1 and return it.
 
-    Raises PolicyInvalid when the manifest has errors and PolicyNameTaken when metadata.name is in use.
+    Raises PolicyInvalid when the manifest has errors (for an adoption, errors other than the importable ones of
+    Trainer v2.4.0, decision D18) and PolicyNameTaken when metadata.name is in use.
     """
     manifest = _clean_manifest(manifest)
-    report = _validate_or_raise(manifest)
+    report = _validate_or_raise(manifest, source=source)
     return _create(manifest=manifest, report=report, author=author, message=message, source=source)
 
 
@@ -119,7 +120,7 @@ def policy_update(
     if semantically_equal(policy.manifest, manifest):
         # Nothing to save and nothing to conflict with: the stored state is already what the caller wants.
         return policy
-    report = _validate_or_raise(manifest)
+    report = _validate_or_raise(manifest, source=source)
     return _update(
         policy=policy,
         manifest=manifest,
@@ -252,7 +253,8 @@ def policies_import(
         manifest = strip_server_fields(raw) if storage_problem is None else raw
         name = _manifest_name(manifest)
         report = validate_runtime(manifest, validation_options())
-        problems = [_problem_dict(p) for p in report.errors]
+        # Decision D18: a runtime broken only by the Trainer v2.4.0 rules is stored with its errors shown.
+        problems = [_problem_dict(p) for p in report.import_blocking_errors]
         if storage_problem is not None:
             problems.insert(0, storage_problem)
         if name and name in seen:
@@ -287,7 +289,7 @@ def policies_import(
 
         result = ImportResult()
         for doc, manifest, report in checked:
-            doc.problems = [_problem_dict(p) for p in report.warnings]
+            doc.problems = [_problem_dict(p) for p in [*report.errors, *report.warnings]]
             current = existing.get(doc.name)
             if current is None:
                 _create(manifest=manifest, report=report, author=author, message=message, source=RevisionSource.IMPORT)
@@ -395,9 +397,15 @@ def _bad_text(text: str) -> bool:
     return False
 
 
-def _validate_or_raise(manifest: dict) -> ValidationReport:
+# Where a manifest comes from something that already exists (a file, a cluster), so the Trainer v2.4.0 rules may
+# store it with their errors instead of losing it (decision D18).
+STORED_WITH_PROBLEMS_SOURCES = frozenset({RevisionSource.IMPORT, RevisionSource.ADOPT})
+
+
+def _validate_or_raise(manifest: dict, *, source: str = RevisionSource.API) -> ValidationReport:
     report = validate_runtime(manifest, validation_options())
-    if report.errors:
+    blocking = report.import_blocking_errors if source in STORED_WITH_PROBLEMS_SOURCES else report.errors
+    if blocking:
         raise PolicyInvalid([_problem_dict(p) for p in [*report.errors, *report.warnings]], report=report)
     return report
 
@@ -517,7 +525,8 @@ def _derived_fields(manifest: dict, report: ValidationReport) -> dict[str, Any]:
         "framework": _framework(manifest)[:63],
         "scheduling_mode": (summary.mode or "")[:32],
         "scheduling_summary": _truncate(summary.text or "", 200),
-        "warnings": [_problem_dict(p) for p in report.warnings],
+        # The problems of the current revision: warnings, plus the errors an import or adoption may store (D18).
+        "warnings": [_problem_dict(p) for p in [*report.errors, *report.warnings]],
     }
 
 
