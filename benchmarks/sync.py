@@ -183,8 +183,9 @@ def _pods_for(nodes: list[dict], count: int, rng: random.Random) -> list[dict]:
 
 def bench_snapshot(node_count: int, pod_count: int, events: int) -> dict:
     """Build the live snapshot from a list and apply watch events; return the measurements."""
-    from runtimes.domain.placement.synthetic import synthetic_nodes
-    from runtimes.topology import LiveSnapshot, TopologyTracker
+    from trainer_portal.placement.snapshot import TopologyKeys
+    from trainer_portal.placement.synthetic import synthetic_nodes
+    from trainer_portal.placement.tracker import LiveSnapshot, TopologyTracker
 
     rng = random.Random(5)
     nodes = synthetic_nodes(racks=max(1, node_count // 16), nodes_per_rack=16)[:node_count]
@@ -193,14 +194,14 @@ def bench_snapshot(node_count: int, pod_count: int, events: int) -> dict:
 
     gc.collect()
     started = time.perf_counter()
-    tracker = TopologyTracker()
+    tracker = TopologyTracker(TopologyKeys())
     tracker.relist_nodes(nodes, "1")
     tracker.relist_pods(pods, "2")
     results["build_s"] = time.perf_counter() - started
     # Memory in a second pass: tracemalloc slows allocation down too much to time the first one with it.
     gc.collect()
     tracemalloc.start()
-    shadow = TopologyTracker()
+    shadow = TopologyTracker(TopologyKeys())
     shadow.relist_nodes(nodes, "1")
     shadow.relist_pods(pods, "2")
     retained, peak = tracemalloc.get_traced_memory()

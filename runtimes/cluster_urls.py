@@ -6,7 +6,6 @@ from . import cluster_views
 
 app_name = "cluster"
 urlpatterns = [
-    path("", cluster_views.ClusterPageView.as_view(), name="page"),
     path("sync/", cluster_views.BulkSyncView.as_view(), name="bulk-sync"),
     path("jobs/<str:job_id>/", cluster_views.SyncJobView.as_view(), name="job"),
     path("adopt/", cluster_views.AdoptView.as_view(), name="adopt"),

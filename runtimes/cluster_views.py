@@ -1,6 +1,6 @@
 """HTML pages for the cluster: connection status, sync/drift/adopt actions, bulk apply progress.
 
-Thin views: reads go through ``runtimes.cluster`` / ``runtimes.sync`` / ``runtimes.topology``, writes through the
+Thin views: reads go through ``runtimes.sync``, writes through the
 sync services, Celery tasks are enqueued with ``transaction.on_commit``. Every page needs a portal role; every
 action needs platform-admin. Pages work without JavaScript; with htmx the sync panel and the bulk progress poll.
 """
@@ -19,10 +19,8 @@ from trainer_portal.permissions import PlatformAdminRequiredMixin, ViewerRequire
 
 from . import sync
 from .choices import SyncState
-from .cluster import cluster_status
 from .errors import PolicyError
 from .models import RuntimePolicy
-from .topology import live_snapshot, snapshot_age_seconds
 
 
 def _policy_or_404(name: str) -> RuntimePolicy:
@@ -34,28 +32,6 @@ def _policy_or_404(name: str) -> RuntimePolicy:
 
 def _enqueue_sync(policy: RuntimePolicy, revision: int, *, force: bool = False) -> None:
     sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
-
-
-class ClusterPageView(ViewerRequiredMixin, View):
-    """The cluster status page: connection, versions, APIs, CRD probe, permissions, snapshot, sync overview."""
-
-    def get(self, request):
-        live = live_snapshot()
-        counts = dict.fromkeys(SyncState.values, 0)
-        for state in RuntimePolicy.objects.values_list("sync_state", flat=True):
-            counts[state] = counts.get(state, 0) + 1
-        context = {
-            "status": cluster_status(),
-            "snapshot": live,
-            "snapshot_age": snapshot_age_seconds(),
-            "label_keys": live.label_keys()[:40] if live else [],
-            "state_counts": counts,
-            "attention": RuntimePolicy.objects.filter(
-                sync_state__in=[SyncState.FAILED, SyncState.DRIFTED]
-            ).order_by("name")[:50],
-            "job_id": request.GET.get("job", ""),
-        }
-        return render(request, "cluster/page.html", context)
 
 
 class BulkSyncView(PlatformAdminRequiredMixin, View):

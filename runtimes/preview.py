@@ -22,12 +22,13 @@ from django.conf import settings
 from runtimes.domain.expansion import Expansion, ExpansionError, expand
 from runtimes.domain.labels import dns1123_label_problems
 from runtimes.domain.manifest import ManifestError, dump_many, load_runtime
-from runtimes.domain.placement.engine import PlacementInputError, PlacementRequest, place, requests_from_expansion
-from runtimes.domain.placement.quantities import GPU, QuantityError, parse_resource
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys, UnknownTopologyKey
-from runtimes.domain.placement.synthetic import synthetic_cluster
+from runtimes.domain.placement_adapter import job_requests, requests_from_expansion
 from runtimes.domain.policy import ValidationOptions, validate_runtime
 from runtimes.selectors import policy_get
+from trainer_portal.placement.engine import PlacementInputError, PlacementRequest, place
+from trainer_portal.placement.quantities import GPU, QuantityError, parse_resource
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys, UnknownTopologyKey
+from trainer_portal.placement.synthetic import synthetic_cluster
 
 MAX_NUM_NODES = 100_000
 # A 50,000-node synthetic snapshot with its heat-map summary retains ~12 MB (measured with tracemalloc); four
@@ -317,8 +318,8 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | Non
 
 
 def live_source_available() -> bool:
-    """Return True when the worker has saved a live cluster snapshot (`runtimes.topology`)."""
-    from runtimes import topology
+    """Return True when the worker has saved a live cluster snapshot (`trainer_portal.cluster.snapshots`)."""
+    from trainer_portal.cluster import snapshots as topology
 
     return topology.live_source_available()
 
@@ -374,7 +375,7 @@ def _live_source() -> _Source:
 
     The heat-map summary is kept for the current snapshot object and version, so typing does not redo it.
     """
-    from runtimes import topology
+    from trainer_portal.cluster import snapshots as topology
 
     live = topology.live_snapshot()
     if live is None:
@@ -823,7 +824,7 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         source = _source(request, expansion)
     _check_topology_keys(expansion, source.snapshot.keys, manifest)
     try:
-        result = place(expansion, source.snapshot)
+        result = place(job_requests(expansion), source.snapshot)
     except PlacementInputError as error:
         raise PreviewInputError([{"path": "manifest.spec.scheduling", "message": str(error)}])
     except OverflowError:

@@ -144,25 +144,6 @@ def runtime_drift_check_task(self, policy_id: int) -> bool:
     return bool(result and result.drifted)
 
 
-@shared_task(acks_late=True, name="runtimes.tasks.cluster_topology_refresh_task", ignore_result=True)
-def cluster_topology_refresh_task(max_age_seconds: float = 90.0) -> str:
-    """Rebuild the live topology snapshot from a full list when the stored one is older than ``max_age_seconds``.
-
-    The continuous watcher (``manage.py topology_watch``) keeps it fresh between runs; this covers deployments
-    without it. Returns "fresh", "refreshed" or the error message.
-    """
-    from runtimes.topology import snapshot_age_seconds, topology_refresh
-
-    age = snapshot_age_seconds()
-    if age is not None and age < max_age_seconds:
-        return "fresh"
-    try:
-        topology_refresh()
-    except KubeError as exc:
-        return exc.message
-    return "refreshed"
-
-
 @worker_ready.connect(dispatch_uid="runtimes.tasks.requeue_on_worker_ready")
 def _requeue_on_worker_ready(sender=None, **kwargs) -> None:
     # A worker killed mid-task leaves rows in queued/syncing. Brokers without redelivery (the filesystem broker)

@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views import View
 
+from trainer_portal.cluster.snapshots import live_snapshot
 from trainer_portal.permissions import PlatformAdminRequiredMixin, ViewerRequiredMixin
 
 from . import selectors, services
@@ -44,7 +45,6 @@ from .forms import (
     topology_key_choices,
 )
 from .models import RuntimePolicy
-from .topology import live_snapshot
 
 PAGE_SIZE = 50
 EDITOR_TEMPLATE = "runtimes/editor.html"

@@ -7,9 +7,11 @@ or ``sync`` would be read as the name of a policy.
 from django.urls import include, path
 
 from .auth_api import ObtainTokenApi
+from .cluster.api import ClusterApi
 
 urlpatterns = [
     path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),
+    path("cluster/", ClusterApi.as_view(), name="api-cluster"),
     path("", include("runtimes.api.sync_urls")),
     path("", include("runtimes.api.preview_urls")),
     path("", include("runtimes.api.urls")),

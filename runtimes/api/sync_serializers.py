@@ -2,7 +2,7 @@
 
 The inputs validate request bodies; the outputs only document, for the OpenAPI schema, the plain dicts the views
 return (``sync_status_data``, ``runtimes.sync.runtime_sync_impact``, ``sync_job_progress``, ``DriftResult``,
-``AdoptResult.as_dict()``, ``runtimes.cluster.cluster_status``). Keep them in step with those functions.
+``AdoptResult.as_dict()``, ``trainer_portal.cluster.status.cluster_status``). Keep them in step with those functions.
 """
 
 from __future__ import annotations
@@ -178,53 +178,6 @@ class DriftResolvedSerializer(serializers.Serializer):
 
 
 # --------------------------------------------------------------------------------------------------- cluster
-
-
-class ClusterVersionSerializer(serializers.Serializer):
-    git_version = serializers.CharField(allow_blank=True)
-    major = serializers.CharField(allow_blank=True)
-    minor = serializers.CharField(allow_blank=True)
-    platform = serializers.CharField(allow_blank=True)
-
-
-class ClusterApiCheckSerializer(serializers.Serializer):
-    group_version = serializers.CharField()
-    served = serializers.BooleanField()
-    error = serializers.CharField(allow_blank=True)
-    hint = serializers.CharField(allow_blank=True)
-
-
-class CrdSchedulingProbeSerializer(serializers.Serializer):
-    accepted = serializers.BooleanField(allow_null=True, help_text="None when the probe could not run.")
-    message = serializers.CharField(allow_blank=True)
-    hint = serializers.CharField(allow_blank=True)
-
-
-class ClusterPermissionSerializer(serializers.Serializer):
-    verb = serializers.CharField()
-    resource = serializers.CharField()
-    allowed = serializers.BooleanField()
-    reason = serializers.CharField(allow_blank=True)
-    error = serializers.CharField(allow_blank=True)
-    hint = serializers.CharField(allow_blank=True)
-
-
-class ClusterStatusSerializer(serializers.Serializer):
-    """The cluster connection status; when unreachable, ``error`` and ``hint`` say why and what to do."""
-
-    connection = serializers.CharField()
-    field_manager = serializers.CharField()
-    reachable = serializers.BooleanField()
-    server = serializers.CharField(required=False, help_text="Only when reachable.")
-    error = serializers.CharField(allow_blank=True)
-    hint = serializers.CharField(allow_blank=True)
-    version = ClusterVersionSerializer(allow_null=True)
-    apis = ClusterApiCheckSerializer(many=True)
-    scheduling_versions = serializers.ListField(child=serializers.CharField())
-    crd_scheduling = CrdSchedulingProbeSerializer(allow_null=True)
-    permissions = ClusterPermissionSerializer(many=True)
-    checked_at = serializers.FloatField(help_text="Unix time of the check.")
-    elapsed_ms = serializers.FloatField()
 
 
 class AdoptFailureSerializer(serializers.Serializer):

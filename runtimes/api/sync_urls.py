@@ -12,6 +12,5 @@ urlpatterns = [
     path("runtimes/<str:name>/drift/check/", sync_views.DriftCheckApi.as_view(), name="api-runtime-drift-check"),
     path("runtimes/<str:name>/drift/resolve/", sync_views.DriftResolveApi.as_view(), name="api-runtime-drift-resolve"),
     path("sync-jobs/<str:job_id>/", sync_views.SyncJobApi.as_view(), name="api-sync-job"),
-    path("cluster/", sync_views.ClusterApi.as_view(), name="api-cluster"),
     path("cluster/adopt/", sync_views.ClusterAdoptApi.as_view(), name="api-cluster-adopt"),
 ]

@@ -23,7 +23,6 @@ from rest_framework.views import APIView
 
 from runtimes import sync
 from runtimes.choices import SyncState
-from runtimes.cluster import cluster_status
 from runtimes.errors import PolicyError
 from runtimes.models import RuntimePolicy
 from trainer_portal import kube
@@ -331,24 +330,6 @@ class DriftResolveApi(APIView):
         url = reverse("api-runtime-sync", kwargs={"name": policy.name})
         code = status.HTTP_202_ACCEPTED if revision is not None else status.HTTP_200_OK
         return Response({"action": action, "sync": sync_status_data(policy), "statusUrl": url}, status=code)
-
-
-class ClusterApi(APIView):
-    """The cluster connection status (GET, viewer)."""
-
-    permission_classes = [IsViewer]
-
-    @extend_schema(
-        operation_id="cluster_status",
-        summary="Cluster connection status",
-        description="How the portal connects, whether the API server answers, its version, the served APIs, "
-        "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
-        "an unreachable cluster has `reachable: false` with `error` and `hint`.",
-        responses={200: ss.ClusterStatusSerializer, **FORBIDDEN},
-        tags=TAGS,
-    )
-    def get(self, request):
-        return Response(cluster_status())
 
 
 class ClusterAdoptApi(APIView):

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from runtimes.domain.placement.quantities import QuantityError, format_quantity, parse_resource
+from trainer_portal.placement.quantities import QuantityError, format_quantity, parse_resource
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"

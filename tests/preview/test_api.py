@@ -296,8 +296,9 @@ def _nodes_without_rack_labels(count: int) -> list[dict]:
 def test_it_previews_on_the_live_cluster_once_a_snapshot_exists(api, policies, settings, tmp_path):
     import time
 
-    from runtimes.domain.placement.snapshot import ClusterSnapshot
-    from runtimes.topology import LiveSnapshot, save_live_snapshot, topology_keys
+    from trainer_portal.cluster.snapshots import save_live_snapshot, topology_keys
+    from trainer_portal.placement.snapshot import ClusterSnapshot
+    from trainer_portal.placement.tracker import LiveSnapshot
 
     settings.VAR_DIR = tmp_path
     live_body = {**body(2), "topology": {"source": "live"}}

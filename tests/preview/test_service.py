@@ -10,7 +10,6 @@ import copy
 import pytest
 
 from runtimes.domain.manifest import new_runtime
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
 from runtimes.preview import (
     CAVEAT,
     MAX_NUM_NODES,
@@ -20,6 +19,7 @@ from runtimes.preview import (
     preview_manifest,
     preview_request_parse,
 )
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
 
 ZONE = "topology.kubernetes.io/zone"
 BLOCK = "cloud.provider.com/topology-block"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runtimes.domain.placement.snapshot import (
+from trainer_portal.placement.snapshot import (
     BLOCK,
     CORDONED,
     HOST,

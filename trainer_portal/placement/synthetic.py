@@ -13,8 +13,8 @@ import string
 
 import numpy as np
 
-from runtimes.domain.placement.quantities import CPU, MEMORY, format_quantity, parse_resource, to_base_units
-from runtimes.domain.placement.snapshot import CORDONED, READY, ClusterSnapshot, TopologyKeys, next_stamp
+from trainer_portal.placement.quantities import CPU, MEMORY, format_quantity, parse_resource, to_base_units
+from trainer_portal.placement.snapshot import CORDONED, READY, ClusterSnapshot, TopologyKeys, next_stamp
 
 FRAGMENTATIONS = ("F0", "F1", "F2", "F3", "F4", "F5")
 FRAGMENTATION_NAMES = {"F0": "empty", "F1": "random-50", "F2": "random-90", "F3": "rack-aligned",

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from runtimes.domain.expansion import expand
-from runtimes.domain.placement.engine import PlacementInputError, PlacementRequest, place, requests_from_expansion
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
-from runtimes.domain.placement.synthetic import synthetic_cluster
+from runtimes.domain.placement_adapter import job_requests, requests_from_expansion
+from trainer_portal.placement.engine import PlacementInputError, PlacementRequest, place
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
+from trainer_portal.placement.synthetic import synthetic_cluster
 
 KEYS = TopologyKeys()
 GPU = "nvidia.com/gpu"
@@ -163,7 +164,7 @@ def test_a_torch_expansion_places_its_level_1_gang_in_one_zone():
                             "spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}}]}}}}
     expansion = expand(runtime, trainjob_name="my-job", num_nodes=100, resources_per_node={GPU: 4})
     snapshot = synthetic_cluster(racks=48)
-    result = place(expansion, snapshot)
+    result = place(job_requests(expansion), snapshot)
     (group,) = result.groups
     assert group.fits and group.name == expansion.pod_groups[0].name and group.placed == 100
     assert group.span["zones"] == 1 and group.span["nodes"] == 50
@@ -191,7 +192,7 @@ def test_launcher_and_workers_are_placed_in_the_same_block():
     # Block b0 has 4 full 8-GPU nodes but no CPU left for the launcher; block b1 has room for everything.
     snapshot = snapshot_of(*(node(f"a{i}", 8, block="b0", cpu="1") for i in range(4)),
                            *(node(f"b{i}", 8, block="b1") for i in range(5)))
-    (group,) = place(expansion, snapshot).groups
+    (group,) = place(job_requests(expansion), snapshot).groups
     assert group.fits and group.placed == 5 and group.pod_count == 5
     assert group.domain["value"] == "b1" and all(name.startswith("b") for name in group.pods_per_node)
 
@@ -214,7 +215,7 @@ def test_composite_job_in_a_zone_groups_in_blocks_jobs_in_racks():
     nodes = [node(f"a{r}{i}", 8, zone="zone-a", block="a0", rack=f"ra{r}") for r in range(4) for i in range(3)]
     nodes += [node(f"b{r}{i}", 8, zone="zone-b", block="b0", rack=f"rb{r}") for r in range(3) for i in range(4)]
     nodes += [node(f"c{i}", 8, zone="zone-b", block="b1", rack="rc") for i in range(2)]
-    result = place(expansion, ClusterSnapshot.from_objects(nodes, keys=KEYS))
+    result = place(job_requests(expansion), ClusterSnapshot.from_objects(nodes, keys=KEYS))
     by_name = {g.name: g for g in result.groups}
     root, ps, workers, *jobs = expansion.pod_groups
     assert result.fits
@@ -237,7 +238,7 @@ def test_composite_reports_the_best_zone_when_no_zone_holds_all_groups():
         "template": {"spec": {"replicatedJobs": [rjob("a", 3), rjob("b", 3)]}}}}
     expansion = expand(runtime, trainjob_name="j", composite=True)
     nodes = [node(f"x{i}", 8, zone="zx") for i in range(4)] + [node(f"y{i}", 8, zone="zy") for i in range(3)]
-    result = place(expansion, ClusterSnapshot.from_objects(nodes, keys=KEYS))
+    result = place(job_requests(expansion), ClusterSnapshot.from_objects(nodes, keys=KEYS))
     root = result.groups[0]
     assert not result.fits and not root.fits
     assert "no zone holds all 2 groups together" in root.message and "zone zx" in root.message
@@ -301,7 +302,7 @@ def test_composite_jobs_without_a_topology_key_may_spread_over_nodes():
                 "requests": {GPU: "8"}}}]}}}}}]}}}}
     expansion = expand(runtime, trainjob_name="j", composite=True)
     nodes = [node(f"n{i}", 8, zone="z", rack=f"r{i}") for i in range(6)]
-    result = place(expansion, ClusterSnapshot.from_objects(nodes, keys=KEYS))
+    result = place(job_requests(expansion), ClusterSnapshot.from_objects(nodes, keys=KEYS))
     jobs = [g for g in result.groups if g.level == 3]
     assert result.fits and [job.placed for job in jobs] == [3, 3]
     assert all(job.span["nodes"] == 3 and job.domain is None for job in jobs)
@@ -320,7 +321,7 @@ def test_an_empty_cluster_is_explained(key):
 
 
 def test_queue_explanations_independent_and_sequential():
-    from runtimes.domain.placement.engine import explain_queue
+    from trainer_portal.placement.engine import explain_queue
 
     snapshot = snapshot_of(node("a", 8, rack="r1"), node("b", 8, rack="r2"))
     jobs = [[PlacementRequest(f"job{i}", 8, {GPU: 1}, topology_key=KEYS.rack)] for i in range(3)]
@@ -334,7 +335,7 @@ def test_queue_explanations_independent_and_sequential():
 
 
 def test_sequential_queue_with_patched_caches_matches_a_rebuild_after_every_admission():
-    from runtimes.domain.placement.engine import explain_queue
+    from trainer_portal.placement.engine import explain_queue
 
     snapshot = synthetic_cluster(racks=30, fragmentation="F1", seed=5)
     shapes = [{GPU: "4", "cpu": "8"}, {GPU: "8", "cpu": "16"}, {GPU: "2"}]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtimes.domain.placement.snapshot import (
+from trainer_portal.placement.snapshot import (
     CORDONED,
     PRESENT,
     READY,
@@ -19,7 +19,7 @@ from runtimes.domain.placement.snapshot import (
     pod_requests,
     tolerates,
 )
-from runtimes.domain.placement.synthetic import FRAGMENTATIONS, racks_for, synthetic_cluster, synthetic_nodes
+from trainer_portal.placement.synthetic import FRAGMENTATIONS, racks_for, synthetic_cluster, synthetic_nodes
 
 KEYS = TopologyKeys()
 
@@ -282,7 +282,7 @@ def test_variant_h_has_unhealthy_nodes_and_4_gpu_nodes():
 def test_pickling_drops_caches_and_renews_version_stamps():
     import pickle
 
-    from runtimes.domain.placement.engine import PlacementRequest, place
+    from trainer_portal.placement.engine import PlacementRequest, place
 
     snapshot = synthetic_cluster(racks=4)
     place([PlacementRequest("g", 4, {"nvidia.com/gpu": 8}, topology_key=KEYS.rack)], snapshot)

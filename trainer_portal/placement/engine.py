@@ -13,20 +13,20 @@ capacity; the caller's snapshot is never modified). A composite root (job in a z
 order and keeps the first where every child group fits. Per-shape slot arrays are cached on the snapshot keyed by
 its version stamp, so a repeated shape skips phase 1's node pass.
 
-The implementation is split by concern: `requests` (PlacementRequest, shapes, conversion from an Expansion),
-`slots` (phase 1 and the per-snapshot caches), `bestfit` (phase 2 descent), `placer` (one group, explanations) and
-`result` (GroupPlacement / PlacementResult). This module orchestrates them (`place`, `explain_queue`) and re-exports
-the public names, so `from runtimes.domain.placement.engine import ...` keeps working.
+The implementation is split by concern: `requests` (PlacementRequest, CompositeRequest, shapes), `counting`
+(phase 1 with the per-snapshot caches, and the phase 2 BestFit descent), `placer` (one group, explanations) and
+`result` (GroupPlacement / PlacementResult). This module orchestrates them (`place`, `explain_queue`). A job is
+either a sequence of PlacementRequests (placed in order) or one CompositeRequest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from runtimes.domain.expansion import BASIC, COMPOSITE_POD_GROUP, GANG, Expansion
-from runtimes.domain.placement.explain import (
+from trainer_portal.placement.counting import View, admit, aggregate
+from trainer_portal.placement.explain import (
     CLUSTER,
     Fragmentation,
     FragmentationState,
@@ -35,58 +35,60 @@ from runtimes.domain.placement.explain import (
     fragmentation_state,
     level_name,
 )
-from runtimes.domain.placement.placer import _Outcome, _Placer
-from runtimes.domain.placement.requests import (
+from trainer_portal.placement.placer import Outcome, Placer
+from trainer_portal.placement.requests import (
+    BASIC,
+    COMPOSITE_POD_GROUP,
+    GANG,
+    CompositeRequest,
     PlacementInputError,
     PlacementRequest,
-    _Shape,
-    _shape_of,
-    composite_requests,
-    requests_from_expansion,
+    Shape,
+    shape_of,
 )
-from runtimes.domain.placement.result import (
+from trainer_portal.placement.result import (
     GroupPlacement,
     PlacementResult,
-    _domain_dict,
-    _group_result,
-    _leaf_results,
-    _rack_list,
-    _span,
+    domain_dict,
+    group_result,
+    leaf_results,
+    rack_list,
+    span_of,
 )
-from runtimes.domain.placement.slots import _admit, _aggregate, _View
-from runtimes.domain.placement.snapshot import HOST, ClusterSnapshot, TopologyKeys
+from trainer_portal.placement.snapshot import HOST, ClusterSnapshot, TopologyKeys
+
+Job = Sequence[PlacementRequest] | CompositeRequest
 
 __all__ = [
+    "CompositeRequest",
     "GroupPlacement",
+    "Job",
     "PlacementInputError",
     "PlacementRequest",
     "PlacementResult",
-    "composite_requests",
     "explain_queue",
     "place",
-    "requests_from_expansion",
 ]
 
 
 # -- the public entry point --------------------------------------------------------------------------------------
 
 
-def place(expansion_or_requests: Expansion | Sequence[PlacementRequest], snapshot: ClusterSnapshot, *,
-          keys: TopologyKeys | None = None, tolerations: tuple[Mapping, ...] = (),
+def place(job: Job, snapshot: ClusterSnapshot, *, keys: TopologyKeys | None = None,
           with_fragmentation: bool = True, details: bool = True) -> PlacementResult:
-    """Place every group of a TrainJob on `snapshot` and explain what does not fit.
+    """Place every group of a TrainJob on `snapshot` and return the PlacementResult, explaining what does not fit.
 
     Groups are placed in order; each one sees the capacity the earlier ones took (on an overlay: `snapshot` is never
-    modified). A composite expansion places its children inside one domain of the root's level. Raises
+    modified). A CompositeRequest places its children inside one domain of the root's level. Raises
     PlacementInputError for malformed quantities, unknown topology keys or keys that differ from the snapshot's.
 
     `details=False` (queue explanations) answers fit / domain / explanation only: the last group is not spread
     over nodes (no `pods_per_node`, `racks`, `span`) and no fragmentation is computed.
     """
     _check_keys(snapshot, keys)
-    placer = _Placer(snapshot, snapshot.keys)
-    before_view = _View(snapshot)
-    groups, view, main_shape = _place_job(placer, before_view.fork(), expansion_or_requests, tolerations, details)
+    placer = Placer(snapshot, snapshot.keys)
+    before_view = View(snapshot)
+    groups, view, main_shape = _place_job(placer, before_view.fork(), job, details)
     fits = all(group.fits for group in groups if group.policy == GANG)
     before = after = None
     if with_fragmentation and details and main_shape is not None:
@@ -94,8 +96,8 @@ def place(expansion_or_requests: Expansion | Sequence[PlacementRequest], snapsho
     return PlacementResult(groups, fits, before, after, snapshot.version, snapshot.node_count)
 
 
-def explain_queue(jobs: Iterable[Expansion | Sequence[PlacementRequest]], snapshot: ClusterSnapshot, *,
-                  sequential: bool = False, tolerations: tuple[Mapping, ...] = ()) -> list[PlacementResult]:
+def explain_queue(jobs: Iterable[Job], snapshot: ClusterSnapshot, *,
+                  sequential: bool = False) -> list[PlacementResult]:
     """Return one verdict per queued job, in order ("why is it not admitted").
 
     Independent (default): every job against the current snapshot, fit/domain/explanation only. Sequential: an
@@ -103,14 +105,14 @@ def explain_queue(jobs: Iterable[Expansion | Sequence[PlacementRequest]], snapsh
     The snapshot is never modified. Raises PlacementInputError like `place`.
     """
     work = snapshot.copy() if sequential else snapshot
-    placer = _Placer(work, work.keys)
+    placer = Placer(work, work.keys)
     results = []
     for job in jobs:
-        groups, after, _ = _place_job(placer, _View(work), job, tolerations, details=sequential)
+        groups, after, _ = _place_job(placer, View(work), job, details=sequential)
         fits = all(group.fits for group in groups if group.policy == GANG)
         results.append(PlacementResult(groups, fits, None, None, snapshot.version, snapshot.node_count))
         if sequential and fits and after.chunks:
-            _admit(work, *after.merged())
+            admit(work, *after.merged())
     return results
 
 
@@ -121,21 +123,21 @@ def _check_keys(snapshot: ClusterSnapshot, keys: TopologyKeys | None) -> None:
                                   f"{keys.to_dict()}")
 
 
-def _place_job(placer: _Placer, view: _View, job: Expansion | Sequence[PlacementRequest],
-               tolerations: tuple[Mapping, ...], details: bool) -> tuple[list[GroupPlacement], _View, _Shape | None]:
+def _place_job(placer: Placer, view: View, job: Job,
+               details: bool) -> tuple[list[GroupPlacement], View, Shape | None]:
     """Place one TrainJob's groups on `view` (modified); return the group results, the view after them (a new one
     for composite jobs) and the job's main shape."""
-    if isinstance(job, Expansion) and job.composite:
+    if isinstance(job, CompositeRequest):
         placer.assign = True
-        groups, view = _place_composite(placer, view, job, tolerations)
-        return groups, view, _main_shape(requests_from_expansion(job, tolerations))
-    requests = requests_from_expansion(job, tolerations) if isinstance(job, Expansion) else list(job)
+        groups, view = _place_composite(placer, view, job)
+        return groups, view, _main_shape(job.leaf_requests)
+    requests = list(job)
     groups = []
     for index, request in enumerate(requests):
         last = index == len(requests) - 1
         placer.assign = details or not last or bool(request.extra)
         outcome, extras = _place_with_extras(placer, view, request, None)
-        groups.append(_group_result(placer.snapshot, request, outcome, extras))
+        groups.append(group_result(placer.snapshot, request, outcome, extras))
         if last and not details:
             break
         if outcome.fits or request.policy == BASIC:
@@ -146,17 +148,17 @@ def _place_job(placer: _Placer, view: _View, job: Expansion | Sequence[Placement
     return groups, view, _main_shape(requests)
 
 
-def _main_shape(requests: Sequence[PlacementRequest]) -> _Shape | None:
+def _main_shape(requests: Sequence[PlacementRequest]) -> Shape | None:
     best = None
     for request in requests:
-        shape = _shape_of(request)
+        shape = shape_of(request)
         weight = (request.policy == GANG, shape.gpu * request.pod_count, request.pod_count)
         if best is None or weight > best[0]:
             best = (weight, shape)
     return best[1] if best else None
 
 
-def _fragmentations(before: _View, after: _View, shape: _Shape) -> tuple[Fragmentation, Fragmentation]:
+def _fragmentations(before: View, after: View, shape: Shape) -> tuple[Fragmentation, Fragmentation]:
     """Fragmentation before (cached per shape and version) and after this call's placements (by delta)."""
     snapshot = before.snapshot
 
@@ -178,8 +180,8 @@ def _fragmentations(before: _View, after: _View, shape: _Shape) -> tuple[Fragmen
     return state.summary(snapshot), updated.summary(snapshot)
 
 
-def _place_with_extras(placer: _Placer, view: _View, request: PlacementRequest,
-                       restrict: np.ndarray | None) -> tuple[_Outcome, list[tuple[PlacementRequest, _Outcome]]]:
+def _place_with_extras(placer: Placer, view: View, request: PlacementRequest,
+                       restrict: np.ndarray | None) -> tuple[Outcome, list[tuple[PlacementRequest, Outcome]]]:
     """Place the main pods, then the extra pod kinds in the same domain (trying the next domains if needed)."""
     outcome = placer.place(view, request, restrict)
     if not request.extra or not outcome.fits:
@@ -212,7 +214,7 @@ def _place_with_extras(placer: _Placer, view: _View, request: PlacementRequest,
             message = f"{request.name}: the main pods fit in {domain_title(view.snapshot, level, outcome.domain_id)} " \
                       f"but its other pods do not: {failed.message}" if outcome.domain_id is not None else \
                       failed.message
-            return _Outcome(False, 0, {}, level, outcome.domain_id, {}, failed.explanation, message,
+            return Outcome(False, 0, {}, level, outcome.domain_id, {}, failed.explanation, message,
                             outcome.shape), [(extra, _skipped(extra)) for extra in request.extra]
         # Exclude the domain that could not take the extra pods and try the next best one.
         excluded = ~(view.snapshot.domain[level, : view.n] == outcome.domain_id)
@@ -222,22 +224,22 @@ def _place_with_extras(placer: _Placer, view: _View, request: PlacementRequest,
             return outcome, [(extra, _skipped(extra)) for extra in request.extra]
 
 
-def _skipped(request: PlacementRequest) -> _Outcome:
-    return _Outcome(False, 0, {}, CLUSTER, None, {}, None, f"{request.name}: not placed", _shape_of(request))
+def _skipped(request: PlacementRequest) -> Outcome:
+    return Outcome(False, 0, {}, CLUSTER, None, {}, None, f"{request.name}: not placed", shape_of(request))
 
 
 
-def _place_composite(placer: _Placer, view: _View, expansion: Expansion,
-                     tolerations: tuple[Mapping, ...]) -> tuple[list[GroupPlacement], _View]:
-    root, children = composite_requests(expansion, tolerations)
+def _place_composite(placer: Placer, view: View, job: CompositeRequest) -> tuple[list[GroupPlacement], View]:
+    root = job.root
+    children = [(child, child.request, list(child.leaves)) for child in job.children]
     snapshot = view.snapshot
     root_level = placer.level_of(root.topology_key, f"{root.name}.topology_key")
     candidates: list[int | None] = [None]
     if root_level not in (CLUSTER, HOST):
         # Order the root's domains by BestFit on the biggest child's slots: smallest domain that holds it first.
         main = max(children, key=lambda c: c[1].pod_count)[1]
-        slots = view.slots(_shape_of(main)) * view.label_ok(root_level + 1)
-        counts = _aggregate(view, slots, HOST, 1)
+        slots = view.slots(shape_of(main)) * view.label_ok(root_level + 1)
+        counts = aggregate(view, slots, HOST, 1)
         caps = counts.pods[root_level]
         fitting = caps >= main.pod_count
         order = np.lexsort((view.ranks[root_level], caps, ~fitting))
@@ -279,13 +281,13 @@ def _place_composite(placer: _Placer, view: _View, expansion: Expansion,
                    f"{fitted} of {len(results)}")
     groups.append(GroupPlacement(
         name=root.name, kind=COMPOSITE_POD_GROUP, policy=root.policy, level=root.level,
-        topology_key=root.topology_key, pod_count=root.pod_count, min_count=root.min_group_count, fits=all_fit,
-        placed=sum(pods_all.values()) if all_fit else 0, domain=_domain_dict(snapshot, root_level, domain_id),
-        pods_per_node={}, span=_span(snapshot, pods_all), message=message, explanation=None, parent=None,
-        racks=_rack_list(snapshot, pods_all)))
+        topology_key=root.topology_key, pod_count=root.pod_count, min_count=root.min_count, fits=all_fit,
+        placed=sum(pods_all.values()) if all_fit else 0, domain=domain_dict(snapshot, root_level, domain_id),
+        pods_per_node={}, span=span_of(snapshot, pods_all), message=message, explanation=None, parent=None,
+        racks=rack_list(snapshot, pods_all)))
     for _, request, leaves, outcome, extras in results:
-        groups.append(_group_result(snapshot, request, outcome, extras))
+        groups.append(group_result(snapshot, request, outcome, extras))
         if leaves:
-            groups.extend(_leaf_results(snapshot, request, leaves, outcome))
+            groups.extend(leaf_results(snapshot, request, leaves, outcome))
     return groups, trial
 

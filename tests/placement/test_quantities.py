@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from runtimes.domain.placement.quantities import (
+from trainer_portal.placement.quantities import (
     QuantityError,
     format_quantity,
     parse_quantity,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtimes.domain.placement.quantities import CPU, GPU, MEMORY, PODS, QuantityError, parse_resource, to_base_units
+from trainer_portal.placement.quantities import CPU, GPU, MEMORY, PODS, QuantityError, parse_resource, to_base_units
 
 LEVEL_NAMES = ("zone", "block", "rack", "host")
 ZONE, BLOCK, RACK, HOST = range(4)

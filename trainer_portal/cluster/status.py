@@ -10,8 +10,7 @@ import time
 from typing import Any
 
 from trainer_portal import kube
-
-from .domain.manifest import single_node_template
+from trainer_portal.kube.client import get_gateway
 
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
@@ -25,7 +24,19 @@ PROBE_MANIFEST: dict[str, Any] = {
             "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/zone"}]},
         },
         "mlPolicy": {"numNodes": 1, "torch": {}},
-        "template": single_node_template("busybox"),
+        "template": {  # one ReplicatedJob "node" labelled as the trainer step, one container
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
+                        },
+                    }
+                ]
+            }
+        },
     },
 }
 
@@ -80,7 +91,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
         "checked_at": time.time(),
     }
     try:
-        gateway = gateway or kube.get_gateway()
+        gateway = gateway or get_gateway()
         version = gateway.server_version()
     except kube.KubeNotConfigured as exc:
         status.update(error=exc.message, hint=_config_hint())

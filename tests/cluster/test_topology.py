@@ -1,4 +1,5 @@
-"""The live topology snapshot: built by list-then-watch, recovers from cut streams and 410, equals a fresh list."""
+"""The live topology snapshot (the cluster watcher's topology handler): built by list-then-watch, recovers from cut
+streams and 410, equals a fresh list; stored for the web processes."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import time
 
 import pytest
 
-from runtimes import topology
 from trainer_portal import kube
+from trainer_portal.cluster import handlers, informers, snapshots
+from trainer_portal.placement.tracker import TopologyTracker, snapshot_fingerprint
 
 
 def node(name: str, rack: str, gpus: int = 8) -> dict:
@@ -35,10 +37,10 @@ def pod(name: str, node_name: str, gpus: int = 2) -> dict:
 
 def fresh_fingerprint(gateway) -> dict:
     nodes, pods = gateway.list(kube.CORE_NODE), gateway.list(kube.CORE_POD)
-    tracker = topology.TopologyTracker()
+    tracker = TopologyTracker(snapshots.topology_keys())
     tracker.relist_nodes(nodes.items, nodes.resource_version)
     tracker.relist_pods(pods.items, pods.resource_version)
-    return topology.snapshot_fingerprint(tracker.snapshot)
+    return snapshot_fingerprint(tracker.snapshot)
 
 
 def wait_until(predicate, timeout: float = 15.0):
@@ -51,19 +53,21 @@ def wait_until(predicate, timeout: float = 15.0):
 
 @pytest.fixture
 def running_watch(gateway, tmp_path):
-    watch = topology.TopologyWatch(
-        gateway=gateway, path=tmp_path / "snapshot.pickle", save_interval=0.1, timeout_seconds=1, backoff_max=0.2
-    )
-    thread = threading.Thread(target=watch.run, daemon=True)
+    """A hub with only the topology handler, saving to a file of its own; yields the handler (``.hub`` set)."""
+    handler = handlers.TopologySnapshotHandler(path=tmp_path / "snapshot.pickle", save_interval=0.1)
+    hub = informers.InformerHub(gateway=gateway, factories=[lambda: handler], timeout_seconds=1, backoff_max=0.2)
+    handler.hub = hub
+    thread = threading.Thread(target=hub.run, daemon=True)
     thread.start()
-    yield watch
-    watch.stop.set()
+    yield handler
+    hub.stop.set()
     thread.join(10)
+    assert not thread.is_alive()
 
 
-def _matches(watch, gateway) -> bool:
-    with watch.lock:
-        ours = topology.snapshot_fingerprint(watch.tracker.snapshot)
+def _matches(handler, gateway) -> bool:
+    with handler.lock:
+        ours = snapshot_fingerprint(handler.tracker.snapshot)
     return ours == fresh_fingerprint(gateway)
 
 
@@ -87,36 +91,36 @@ def test_the_snapshot_follows_the_cluster_and_recovers_from_cut_and_expired_watc
     gateway.delete(kube.CORE_NODE, name="n3")
     gateway.create(kube.CORE_POD, body=pod("p10", "n1", gpus=1))
 
-    wait_until(lambda: running_watch.watchers["pod"].stats.expired >= 1 and _matches(running_watch, gateway))
+    wait_until(lambda: running_watch.hub.watchers[kube.POD].stats.expired >= 1 and _matches(running_watch, gateway))
 
-    stats = running_watch.stats()
-    assert stats["pod"]["relists"] >= 2
-    assert stats["node"]["reconnects"] >= 1
+    stats = running_watch.hub.stats()["kinds"]
+    assert stats["pods"]["relists"] >= 2
+    assert stats["nodes"]["reconnects"] >= 1
     expected = fresh_fingerprint(gateway)
     assert set(expected) == {"n0", "n1", "n2", "n9"}
     assert expected["n9"][4] == 4  # p9's four GPUs are in use on n9
 
     # What the web process reads back equals the live state too.
-    wait_until(lambda: (topology.live_snapshot(tmp_path / "snapshot.pickle") is not None))
+    wait_until(lambda: (snapshots.live_snapshot(tmp_path / "snapshot.pickle") is not None))
     running_watch.save()
-    saved = topology.live_snapshot(tmp_path / "snapshot.pickle")
-    assert topology.snapshot_fingerprint(saved.snapshot) == expected
+    saved = snapshots.live_snapshot(tmp_path / "snapshot.pickle")
+    assert snapshot_fingerprint(saved.snapshot) == expected
     assert saved.label_counts["topology.kubernetes.io/rack"] == {"r0": 2, "r1": 1, "r9": 1}
     assert saved.age_seconds < 60
 
 
 def test_a_one_shot_refresh_saves_a_snapshot_with_label_counts(cluster, gateway, settings, tmp_path):
     settings.VAR_DIR = tmp_path
-    assert topology.live_snapshot() is None and topology.live_source_available() is False
+    assert snapshots.live_snapshot() is None and snapshots.live_source_available() is False
     gateway.create(kube.CORE_NODE, body=node("solo", rack="r1"))
     gateway.create(kube.CORE_POD, body=pod("solo-pod", "solo", gpus=3))
 
-    live = topology.topology_refresh()
+    live = handlers.topology_refresh()
 
-    assert topology.live_source_available() is True
-    loaded = topology.live_snapshot()
+    assert snapshots.live_source_available() is True
+    loaded = snapshots.live_snapshot()
     assert loaded.snapshot.node_count == 1 and loaded.snapshot.pod_count == 1
-    assert topology.snapshot_fingerprint(loaded.snapshot) == topology.snapshot_fingerprint(live.snapshot)
+    assert snapshot_fingerprint(loaded.snapshot) == snapshot_fingerprint(live.snapshot)
     keys = {item["key"]: item for item in loaded.label_keys()}
     assert keys["topology.kubernetes.io/rack"]["values"] == [{"value": "r1", "count": 1}]
-    assert topology.snapshot_age_seconds() is not None
+    assert snapshots.snapshot_age_seconds() is not None

@@ -1,19 +1,19 @@
 """Phase 1 of placement: per-node pod slots for a shape (vectorised with numpy) summed per rack, block and zone.
 
-`_View` is the snapshot plus the capacity taken by groups placed earlier in the same call; per-shape arrays are
+`View` is the snapshot plus the capacity taken by groups placed earlier in the same call; per-shape arrays are
 cached on the snapshot keyed by its version stamp (`_lookup` / `_remember`, bounded by `_SHAPE_CACHE_BYTES`), and
-`_admit` / `_patch_counts` carry those caches over when a sequential queue simulation admits a job."""
+`admit` / `_patch_counts` carry those caches over when a sequential queue simulation admits a job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from runtimes.domain.placement.requests import _Shape
-from runtimes.domain.placement.snapshot import (
+from trainer_portal.placement.requests import Shape
+from trainer_portal.placement.snapshot import (
     BLOCK,
     CORDONED,
     DOMAIN_LEVELS,
@@ -33,7 +33,7 @@ _SHAPE_CACHE_BYTES = 96 * 2**20  # per snapshot; ~100 shapes × levels at 50k no
 # -- the view: snapshot + capacity taken by groups placed earlier in this call ------------------------------------
 
 
-class _View:
+class View:
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self.n = snapshot.size
@@ -54,13 +54,13 @@ class _View:
         """Whether groups placed earlier in this call took capacity."""
         return bool(self.chunks)
 
-    def fork(self) -> _View:
-        other = _View.__new__(_View)
+    def fork(self) -> View:
+        other = View.__new__(View)
         other.__dict__.update(self.__dict__)
         other.chunks = list(self.chunks)
         return other
 
-    def take(self, shape: _Shape, pods_per_row: Mapping[int, int]) -> None:
+    def take(self, shape: Shape, pods_per_row: Mapping[int, int]) -> None:
         if not pods_per_row:
             return
         rows = np.fromiter(pods_per_row, np.int64, len(pods_per_row))
@@ -89,7 +89,7 @@ class _View:
                 free[index][rows] -= taken[index]
         return free[0], free[1], free[2], free[3]
 
-    def tolerated(self, shape: _Shape) -> np.ndarray:
+    def tolerated(self, shape: Shape) -> np.ndarray:
         key = ("tolerated", shape.tolerations, self.snapshot.topology_version)
         cached = _lookup(self.snapshot, key)
         if cached is None:
@@ -118,7 +118,7 @@ class _View:
             _remember(self.snapshot, key, cached)
         return cached
 
-    def raw_slots(self, shape: _Shape) -> np.ndarray:
+    def raw_slots(self, shape: Shape) -> np.ndarray:
         """Per-node pod slots of `shape` by free resources alone (cached per version), eligibility ignored."""
         key = ("raw", shape, self.snapshot.version)
         cached = _lookup(self.snapshot, key)
@@ -127,7 +127,7 @@ class _View:
             _remember(self.snapshot, key, cached)
         return cached
 
-    def base_slots(self, shape: _Shape) -> np.ndarray:
+    def base_slots(self, shape: Shape) -> np.ndarray:
         """Per-node pod slots of `shape` on the snapshot alone (cached per version), excluded nodes at 0."""
         key = ("slots", shape, self.snapshot.version)
         cached = _lookup(self.snapshot, key)
@@ -136,7 +136,7 @@ class _View:
             _remember(self.snapshot, key, cached)
         return cached
 
-    def slots(self, shape: _Shape) -> np.ndarray:
+    def slots(self, shape: Shape) -> np.ndarray:
         base = self.base_slots(shape)
         if not self.chunks:
             return base
@@ -162,7 +162,7 @@ class _View:
     def _cacheable(self, restrict: np.ndarray | None) -> bool:
         return not self.overlay and restrict is None
 
-    def node_slots(self, shape: _Shape, label_levels: int, restrict: np.ndarray | None) -> np.ndarray:
+    def node_slots(self, shape: Shape, label_levels: int, restrict: np.ndarray | None) -> np.ndarray:
         """Per-node slots of `shape` on nodes carrying the first `label_levels` labels, inside `restrict`."""
         slots = self.slots(shape)
         if label_levels:
@@ -171,8 +171,8 @@ class _View:
             slots = slots * restrict
         return slots
 
-    def counts(self, shape: _Shape, label_levels: int, slice_level: int, slice_size: int,
-               restrict: np.ndarray | None) -> _Counts:
+    def counts(self, shape: Shape, label_levels: int, slice_level: int, slice_size: int,
+               restrict: np.ndarray | None) -> Counts:
         """Phase 1 for a request: node slots and per-domain pods/slices (cached per shape and version)."""
         label_levels = self.effective_label_levels(label_levels)
         key = ("counts", shape, label_levels, slice_level, slice_size, self.snapshot.version)
@@ -180,12 +180,12 @@ class _View:
             cached = _lookup(self.snapshot, key)
             if cached is not None:
                 return cached
-        result = _aggregate(self, self.node_slots(shape, label_levels, restrict), slice_level, slice_size)
+        result = aggregate(self, self.node_slots(shape, label_levels, restrict), slice_level, slice_size)
         if self._cacheable(restrict):
             _remember(self.snapshot, key, result)
         return result
 
-    def fullest_first(self, shape: _Shape, slots: np.ndarray,
+    def fullest_first(self, shape: Shape, slots: np.ndarray,
                       restrict: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Rows with free slots ordered fullest first (LeastFreeCapacity), and the running sum of their slots."""
         key = ("lfc", shape, self.snapshot.version)
@@ -212,7 +212,7 @@ class _View:
             _remember(self.snapshot, full_key, value)
         return value
 
-    def empty_slots(self, shape: _Shape) -> np.ndarray:
+    def empty_slots(self, shape: Shape) -> np.ndarray:
         """Per-node pod slots of `shape` on empty nodes (allocatable only), for "even empty, …" advice."""
         key = ("empty", shape, self.snapshot.topology_version)
         cached = _lookup(self.snapshot, key)
@@ -234,7 +234,7 @@ def _nbytes(value: object, seen: set[int] | None = None) -> int:
     seen.add(id(value))
     if isinstance(value, np.ndarray):
         return value.nbytes
-    if isinstance(value, _Counts):
+    if isinstance(value, Counts):
         return sum(_nbytes(v, seen) for v in (value.node_slots, value.node_units, *value.pods, *value.units))
     if isinstance(value, tuple | list):
         return 64 + sum(_nbytes(v, seen) for v in value)
@@ -262,7 +262,7 @@ def _remember(snapshot: ClusterSnapshot, key: tuple, value: object) -> None:
         snapshot.shape_cache_bytes -= _nbytes(snapshot.shape_cache.pop(oldest))
 
 
-def _slots(free: Sequence[np.ndarray], shape: _Shape) -> np.ndarray:
+def _slots(free: Sequence[np.ndarray], shape: Shape) -> np.ndarray:
     slots = np.maximum(free[3], 0)
     for amount, available in ((shape.gpu, free[0]), (shape.cpu, free[1]), (shape.mem, free[2])):
         if amount > 0:
@@ -274,7 +274,7 @@ def _slots(free: Sequence[np.ndarray], shape: _Shape) -> np.ndarray:
 
 
 @dataclass
-class _Counts:
+class Counts:
     node_slots: np.ndarray  # pods per node
     node_units: np.ndarray  # slices per node (== node_slots without a host-level slice)
     pods: list[np.ndarray]  # per domain level: pods
@@ -283,7 +283,7 @@ class _Counts:
     slice_size: int
 
 
-def _aggregate(view: _View, node_slots: np.ndarray, slice_level: int, slice_size: int) -> _Counts:
+def aggregate(view: View, node_slots: np.ndarray, slice_level: int, slice_size: int) -> Counts:
     racks = view.snapshot.domain[RACK, : view.n]
     as_float = node_slots.astype(np.float64)
     rack_pods = np.bincount(racks, weights=as_float, minlength=view.n_domains[RACK])
@@ -305,14 +305,14 @@ def _aggregate(view: _View, node_slots: np.ndarray, slice_level: int, slice_size
         for level in range(slice_level - 1, -1, -1):
             units[level] = np.bincount(view.parents[level + 1], weights=units[level + 1].astype(np.float64),
                                        minlength=view.n_domains[level]).astype(np.int64)
-    return _Counts(node_slots, node_units, pods, units, slice_level, slice_size)
+    return Counts(node_slots, node_units, pods, units, slice_level, slice_size)
 
 
 
 _TOPOLOGY_ONLY = ("labelled", "empty_max", "node_shape")  # view.cached entries that ignore capacity
 
 
-def _admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> None:
+def admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> None:
     """Charge an admitted job (`taken[4, rows]`, unique rows) to a private working snapshot and carry its per-shape
     caches over to the new version by patching only the touched rows and the domain sums (O(rows + domains)
     instead of O(nodes)); entries that cannot be patched (exclusions, LeastFreeCapacity order) are dropped."""
@@ -325,7 +325,7 @@ def _admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> No
     snapshot.used_mem[rows] += taken[2]
     snapshot.used_pods[rows] += taken[3].astype(snapshot.used_pods.dtype)
     snapshot.version = new = next_stamp()
-    view = _View(snapshot)
+    view = View(snapshot)
     for key, value in entries.items():
         if key[0] in _TOPOLOGY_ONLY:
             _remember(snapshot, (*key[:-1], new), value)
@@ -357,7 +357,7 @@ def _admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> No
                 _remember(snapshot, (*key[:-1], new), value)
 
 
-def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, old_base_rows: np.ndarray, label_levels: int,
+def _patch_counts(view: View, counts: Counts, base: np.ndarray, old_base_rows: np.ndarray, label_levels: int,
                   rows: np.ndarray) -> None:
     """Update a cached phase-1 result whose base slots changed on `rows` (base already holds the new values)."""
     if counts.node_slots is base:
@@ -385,4 +385,110 @@ def _patch_counts(view: _View, counts: _Counts, base: np.ndarray, old_base_rows:
     for level in range(top - 1, -1, -1):
         counts.units[level][:] = np.bincount(view.parents[level + 1], weights=counts.units[level + 1].astype(
             np.float64), minlength=view.n_domains[level]).astype(np.int64)
+
+# -- phase 2: BestFit descent ----------------------------------------------------------------------------------------
+
+
+def best_fit(caps: np.ndarray, tie: np.ndarray, rank: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (indices, amounts) covering `need` from `caps`: largest first, the last one the tightest fit.
+
+    Order: caps descending, then `tie` ascending (less leftover), then `rank` (label values). Takes everything
+    positive when the total is short.
+    """
+    if need <= 0 or len(caps) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((rank, tie, -caps)) if len(caps) > 1 else np.zeros(1, np.int64)
+    sorted_caps = caps[order]
+    taken_before = np.concatenate(([0], np.cumsum(sorted_caps)[:-1]))
+    remaining = need - taken_before
+    covers = (sorted_caps >= remaining) & (remaining > 0)
+    if not covers.any():
+        positive = sorted_caps > 0
+        return order[positive], sorted_caps[positive]
+    position = int(np.argmax(covers))
+    still = int(remaining[position])
+    # Tight fit: the smallest cap >= what remains among the untaken; the first of equals in sort order.
+    tail = sorted_caps[position:]
+    fitting = int(np.count_nonzero(tail >= still))  # the tail is sorted descending
+    first_equal = int(np.argmax(tail == tail[fitting - 1]))
+    indices = np.concatenate((order[:position], order[position + first_equal: position + first_equal + 1]))
+    amounts = np.concatenate((sorted_caps[:position], [still]))
+    return indices, amounts.astype(np.int64)
+
+
+def _children(view: View, level: int, parent_ids: Iterable[int]) -> np.ndarray:
+    """Domain ids at `level` whose parent (at level-1) is in parent_ids; level 0 → all zones."""
+    if level == ZONE:
+        return np.arange(view.n_domains[ZONE])
+    parents = np.fromiter(parent_ids, np.int64)
+    if len(parents) == 1:
+        return np.flatnonzero(view.parents[level] == parents[0])
+    return np.flatnonzero(np.isin(view.parents[level], parents))
+
+
+def _rack_rows(view: View, rack_ids: Iterable[int]) -> np.ndarray:
+    order, starts = view.snapshot.rack_members()
+    chunks = [order[starts[r]: starts[r + 1]] for r in rack_ids]
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
+
+
+def descend(view: View, counts: Counts, level: int, chosen: dict[int, int]) -> tuple[dict[int, int], dict]:
+    """Spread `chosen` {domain id at `level`: amount in units} down to nodes. Returns (pods per row, per-level
+    assignments {level: {domain: amount}}).
+
+    Levels at or above the slice level are filled pooled (all children of the chosen domains re-sorted together);
+    below it each parent's amount is spread over its own children. A parent whose whole capacity is taken hands
+    every child its full capacity without sorting.
+    """
+    s, slice_level = counts.slice_size, counts.slice_level
+    node_rank = view.snapshot.node_rank()
+    assignments: dict[int, dict[int, int]] = {level: dict(chosen)}
+    current = dict(chosen)
+    for child_level in range(level + 1, HOST + 1):
+        pooled = child_level <= slice_level
+        if pooled:
+            groups = [(list(current), sum(current.values()))]
+        else:
+            groups = [([parent], amount * (s if child_level - 1 == slice_level else 1))
+                      for parent, amount in current.items()]
+        ids_parts, amount_parts = [], []
+        full_ids: list[np.ndarray] = []
+        for parents, amount in groups:
+            if child_level == HOST:
+                ids = _rack_rows(view, parents)
+                caps = counts.node_units[ids] if pooled else counts.node_slots[ids]
+            else:
+                ids = _children(view, child_level, parents)
+                caps = counts.units[child_level][ids] if pooled else counts.pods[child_level][ids]
+            if int(caps.sum()) <= amount:
+                full_ids.append(ids[caps > 0])
+                continue
+            if child_level == HOST:
+                tie, rank = counts.node_slots[ids], node_rank[ids]
+            else:
+                tie, rank = counts.pods[child_level][ids], view.ranks[child_level][ids]
+            picked, amounts = best_fit(caps, tie, rank, amount)
+            ids_parts.append(ids[picked])
+            amount_parts.append(amounts)
+        if full_ids:
+            ids = np.concatenate(full_ids)
+            if child_level == HOST:
+                caps = counts.node_units[ids] if pooled else counts.node_slots[ids]
+            else:
+                caps = counts.units[child_level][ids] if pooled else counts.pods[child_level][ids]
+            ids_parts.append(ids)
+            amount_parts.append(caps)
+        if ids_parts:
+            all_ids = np.concatenate(ids_parts).tolist()
+            all_amounts = np.concatenate(amount_parts).tolist()
+        else:
+            all_ids, all_amounts = [], []
+        next_assign: dict[int, int] = {}
+        for key, amount in zip(all_ids, all_amounts, strict=True):
+            next_assign[key] = next_assign.get(key, 0) + amount
+        assignments[child_level] = next_assign
+        current = next_assign
+    if slice_level == HOST and s > 1:
+        current = {row: amount * s for row, amount in current.items()}
+    return current, assignments
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtimes.domain.placement.engine import PlacementRequest, place
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
+from trainer_portal.placement.engine import PlacementRequest, place
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
 
 KEYS = TopologyKeys()
 LEVEL_KEYS = {"zone": KEYS.zone, "block": KEYS.block, "rack": KEYS.rack, "host": KEYS.host, "none": None}

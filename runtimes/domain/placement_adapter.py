@@ -1,98 +1,24 @@
-"""Placement requests: `PlacementRequest` (one group to place), `PlacementInputError`, the parsed per-pod
-resource `_Shape` (cached by request), and the conversion from an Expansion (`requests_from_expansion`,
-`composite_requests`)."""
+"""From a runtime's expansion to the placement engine's requests (the engine knows no expansion).
+
+`job_requests` is what a preview passes to `trainer_portal.placement.place`: the PlacementRequests of a flat
+expansion in creation order, or one CompositeRequest for a composite one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from runtimes.domain.expansion import BASIC, COMPOSITE_POD_GROUP, GANG, Expansion, PodGroupPlan, PodSet
-from runtimes.domain.placement.quantities import CPU, GPU, MEMORY, QuantityError, parse_resource, to_base_units
+from trainer_portal.placement.quantities import GPU, parse_resource
+from trainer_portal.placement.requests import CompositeChild, CompositeRequest, PlacementRequest
 
 
-class PlacementInputError(ValueError):
-    """A placement request that cannot be evaluated (bad quantity, unknown topology key, bad counts)."""
-
-
-# -- requests -----------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlacementRequest:
-    """One PodGroup to place (or a CompositePodGroup of level-3 Jobs, expressed as slices).
-
-    `resources` are per-pod requests (quantity strings or numbers). `topology_key`: all pods in one domain of that
-    level (None: anywhere). `slice_size`/`slice_topology_key`: the pods form consecutive slices of `slice_size`
-    pods, each inside one domain of the slice level (Kueue slice-required topology); `slice_names` names the
-    PodGroup of each slice. `extra` are further pod kinds of the same group (e.g. an MPI launcher) placed in the
-    same domain after the main pods.
-    """
-
-    name: str
-    pod_count: int
-    resources: Mapping[str, object] = field(default_factory=dict)
-    min_count: int | None = None
-    policy: str = GANG
-    topology_key: str | None = None
-    tolerations: tuple[Mapping, ...] = ()
-    slice_size: int | None = None
-    slice_topology_key: str | None = None
-    slice_names: tuple[str, ...] = ()
-    level: int | None = None
-    parent: str | None = None
-    replicated_jobs: tuple[str, ...] = ()
-    extra: tuple[PlacementRequest, ...] = ()
-    kind: str = "PodGroup"
-    preferred: bool = False  # Kueue preferred mode: try the level, then each coarser one, then spread
-
-
-@dataclass(frozen=True)
-class _Shape:
-    gpu: int
-    cpu: int
-    mem: int
-    tolerations: tuple
-
-    @property
-    def request(self) -> tuple[int, int, int]:
-        return (self.gpu, self.cpu, self.mem)
-
-
-_SHAPES: dict[tuple, _Shape] = {}
-
-
-def _shape_of(request: PlacementRequest) -> _Shape:
-    """Return the request's per-pod shape in snapshot units (memoised: queues repeat the same few shapes)."""
-    try:
-        key = (tuple(sorted((str(k), v) for k, v in dict(request.resources).items())),
-               tuple(tuple(sorted(dict(t).items())) for t in request.tolerations))
-        cached = _SHAPES.get(key)
-    except TypeError:  # unhashable values: parse every time
-        key, cached = None, None
-    if cached is None:
-        cached = _parse_shape(request)
-        if key is not None and len(_SHAPES) < 10_000:
-            _SHAPES[key] = cached
-    return cached
-
-
-def _parse_shape(request: PlacementRequest) -> _Shape:
-    amounts = {GPU: 0, CPU: 0, MEMORY: 0}
-    for name, value in dict(request.resources).items():
-        try:
-            amount = parse_resource(str(name), value, field=f"{request.name}.resources.{name}")
-        except QuantityError as error:
-            raise PlacementInputError(str(error)) from None
-        if name in amounts:
-            amounts[name] = to_base_units(name, amount)
-    tolerations = tuple(sorted(tuple(sorted((str(k), str(v)) for k, v in dict(t).items()))
-                               for t in request.tolerations))
-    return _Shape(amounts[GPU], amounts[CPU], amounts[MEMORY], tolerations)
-
-
-
-# -- from an Expansion to requests -------------------------------------------------------------------------------
+def job_requests(expansion: Expansion,
+                 tolerations: tuple[Mapping, ...] = ()) -> list[PlacementRequest] | CompositeRequest:
+    """Return what `place` needs for `expansion`: a CompositeRequest when it is composite, else its requests."""
+    if expansion.composite:
+        return composite_requests(expansion, tolerations)
+    return requests_from_expansion(expansion, tolerations)
 
 
 def _requests_for_pod_sets(name: str, pod_sets: list[PodSet], counts: list[int], group: PodGroupPlan | None,
@@ -146,14 +72,10 @@ def requests_from_expansion(expansion: Expansion, tolerations: tuple[Mapping, ..
     return requests
 
 
-
-# -- composite ----------------------------------------------------------------------------------------------------
-
-
-def composite_requests(expansion: Expansion, tolerations: tuple[Mapping, ...] = ()) -> tuple[
-        PodGroupPlan, list[tuple[PodGroupPlan, PlacementRequest, list[PodGroupPlan]]]]:
-    """Return the root CompositePodGroup and, per child, (plan, request, leaf plans): a child CompositePodGroup of
-    level-3 Jobs becomes one sliced request (slice = one Job, at the leaves' topology level)."""
+def composite_requests(expansion: Expansion, tolerations: tuple[Mapping, ...] = ()) -> CompositeRequest:
+    """Return the CompositeRequest of a composite expansion: the root CompositePodGroup and, per child, its request
+    (a child CompositePodGroup of level-3 Jobs becomes one sliced request: slice = one Job, at the leaves' topology
+    level) with its leaf PodGroups."""
     root = next(g for g in expansion.pod_groups if g.parent is None)
     children = []
     for child in (g for g in expansion.pod_groups if g.parent == root.name):
@@ -172,10 +94,17 @@ def composite_requests(expansion: Expansion, tolerations: tuple[Mapping, ...] = 
                 "slice_topology_key": slice_key if sliced else None,
                 "slice_names": tuple(leaf.name for leaf in leaves),
                 "policy": leaves[0].policy if leaves else GANG})
-            children.append((child, request, leaves))
+            children.append(CompositeChild(request, tuple(_described(leaf) for leaf in leaves)))
         else:
             request = _requests_for_pod_sets(child.name, pod_sets, [p.count for p in pod_sets], child, child.policy,
                                              tolerations)
-            children.append((child, request, []))
-    return root, children
+            children.append(CompositeChild(request))
+    return CompositeRequest(_described(root, min_count=root.min_group_count), tuple(children),
+                            tuple(requests_from_expansion(expansion, tolerations)))
 
+
+def _described(group: PodGroupPlan, *, min_count: int | None = None) -> PlacementRequest:
+    """A group that is reported on but not placed by itself (the composite root, a level-3 leaf)."""
+    return PlacementRequest(name=group.name, pod_count=group.pod_count, kind=group.kind, policy=group.policy,
+                            level=group.level, topology_key=group.topology_key, parent=group.parent,
+                            min_count=group.min_count if min_count is None else min_count)

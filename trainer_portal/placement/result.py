@@ -1,5 +1,5 @@
 """Placement results: `GroupPlacement` and `PlacementResult` with their JSON form (`to_dict`), and the helpers that
-turn an `_Outcome` into them (domain, span, racks, pods per node, level-3 leaf results of a sliced group)."""
+turn an `Outcome` into them (domain, span, racks, pods per node, level-3 leaf results of a sliced group)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runtimes.domain.expansion import COMPOSITE_POD_GROUP, GANG, PodGroupPlan
-from runtimes.domain.placement.explain import CLUSTER, Explanation, Fragmentation
-from runtimes.domain.placement.placer import _Outcome
-from runtimes.domain.placement.requests import PlacementRequest
-from runtimes.domain.placement.snapshot import BLOCK, HOST, LEVEL_NAMES, RACK, ZONE, ClusterSnapshot
+from trainer_portal.placement.explain import CLUSTER, Explanation, Fragmentation
+from trainer_portal.placement.placer import Outcome
+from trainer_portal.placement.requests import COMPOSITE_POD_GROUP, GANG, PlacementRequest
+from trainer_portal.placement.snapshot import BLOCK, HOST, LEVEL_NAMES, RACK, ZONE, ClusterSnapshot
 
 # -- results ------------------------------------------------------------------------------------------------------
 
@@ -102,7 +101,7 @@ class PlacementResult:
 
 
 
-def _span(snapshot: ClusterSnapshot, rows: Iterable[int]) -> dict[str, int]:
+def span_of(snapshot: ClusterSnapshot, rows: Iterable[int]) -> dict[str, int]:
     rows = np.fromiter(rows, np.int64)
     if not len(rows):
         return {"zones": 0, "blocks": 0, "racks": 0, "nodes": 0}
@@ -114,7 +113,7 @@ def _span(snapshot: ClusterSnapshot, rows: Iterable[int]) -> dict[str, int]:
     }
 
 
-def _rack_list(snapshot: ClusterSnapshot, pods_per_row: Mapping[int, int]) -> list[dict]:
+def rack_list(snapshot: ClusterSnapshot, pods_per_row: Mapping[int, int]) -> list[dict]:
     """Pods per rack, ordered by label path: what the heat map highlights."""
     if not pods_per_row:
         return []
@@ -139,7 +138,7 @@ def _pods_per_node(snapshot: ClusterSnapshot, pods_per_row: Mapping[int, int]) -
     return dict(zip(names, (pods_per_row[row] for row in rows.tolist()), strict=True))
 
 
-def _domain_dict(snapshot: ClusterSnapshot, level: int, domain_id: int | None) -> dict | None:
+def domain_dict(snapshot: ClusterSnapshot, level: int, domain_id: int | None) -> dict | None:
     if domain_id is None or level == CLUSTER:
         return None
     key = snapshot.keys.levels()[level]
@@ -149,8 +148,8 @@ def _domain_dict(snapshot: ClusterSnapshot, level: int, domain_id: int | None) -
     return {"level": LEVEL_NAMES[level], "key": key, "value": path[-1], "path": list(path)}
 
 
-def _group_result(snapshot: ClusterSnapshot, request: PlacementRequest, outcome: _Outcome,
-                  extras: list[tuple[PlacementRequest, _Outcome]] = ()) -> GroupPlacement:
+def group_result(snapshot: ClusterSnapshot, request: PlacementRequest, outcome: Outcome,
+                  extras: list[tuple[PlacementRequest, Outcome]] = ()) -> GroupPlacement:
     pods_per_row = dict(outcome.pods_per_row)
     for _, extra in extras:
         for row, pods in extra.pods_per_row.items():
@@ -167,19 +166,19 @@ def _group_result(snapshot: ClusterSnapshot, request: PlacementRequest, outcome:
         min_count=request.min_count if not request.extra else (total if request.policy == GANG else None),
         fits=outcome.fits,
         placed=placed,
-        domain=_domain_dict(snapshot, outcome.level, outcome.domain_id),
+        domain=domain_dict(snapshot, outcome.level, outcome.domain_id),
         pods_per_node=_pods_per_node(snapshot, pods_per_row),
-        span=_span(snapshot, pods_per_row),
+        span=span_of(snapshot, pods_per_row),
         message=outcome.message,
         explanation=outcome.explanation,
         parent=request.parent,
-        racks=_rack_list(snapshot, pods_per_row),
+        racks=rack_list(snapshot, pods_per_row),
     )
 
 
 
-def _leaf_results(snapshot: ClusterSnapshot, request: PlacementRequest, leaves: list[PodGroupPlan],
-                  outcome: _Outcome) -> list[GroupPlacement]:
+def leaf_results(snapshot: ClusterSnapshot, request: PlacementRequest, leaves: list[PlacementRequest],
+                  outcome: Outcome) -> list[GroupPlacement]:
     """Split a sliced outcome into its level-3 PodGroups: consecutive slices, each inside one slice domain."""
     size = request.slice_size or (leaves[0].pod_count if leaves else 1) or 1
     slice_level = snapshot.keys.level_of(request.slice_topology_key) if request.slice_topology_key else HOST
@@ -216,17 +215,17 @@ def _leaf_results(snapshot: ClusterSnapshot, request: PlacementRequest, leaves: 
         domain = None
         if chunk and request.slice_topology_key is not None:
             first = next(iter(chunk))
-            domain = _domain_dict(snapshot, slice_level, first if slice_level == HOST else
+            domain = domain_dict(snapshot, slice_level, first if slice_level == HOST else
                                   int(snapshot.domain[slice_level, first]))
         names = snapshot.names
         results.append(GroupPlacement(
             name=leaf.name, kind=leaf.kind, policy=leaf.policy, level=leaf.level, topology_key=leaf.topology_key,
             pod_count=leaf.pod_count, min_count=leaf.min_count, fits=bool(chunk), placed=sum(chunk.values()),
             domain=domain, pods_per_node={names[r]: p for r, p in sorted(chunk.items(), key=lambda i: names[i[0]])},
-            span=_span(snapshot, chunk),
+            span=span_of(snapshot, chunk),
             message=(f"{leaf.name}: {leaf.pod_count:,} pods in "
                      f"{domain['level'] + ' ' + domain['value'] if domain else 'its slice'}") if chunk else
             f"{leaf.name}: not placed ({outcome.message})",
             explanation=None if chunk else outcome.explanation, parent=leaf.parent,
-            racks=_rack_list(snapshot, chunk)))
+            racks=rack_list(snapshot, chunk)))
     return results

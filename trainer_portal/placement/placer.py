@@ -1,5 +1,5 @@
-"""Placing one group: `_Placer` resolves the group's topology level, picks the domain (required / preferred /
-LeastFreeCapacity) and builds the why-not explanation when nothing fits; `_Outcome` is its result."""
+"""Placing one group: `Placer` resolves the group's topology level, picks the domain (required / preferred /
+LeastFreeCapacity) and builds the why-not explanation when nothing fits; `Outcome` is its result."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtimes.domain.expansion import BASIC, GANG
-from runtimes.domain.placement.bestfit import _best_fit, _descend
-from runtimes.domain.placement.explain import (
+from trainer_portal.placement.counting import Counts, View, aggregate, best_fit, descend
+from trainer_portal.placement.explain import (
     CLUSTER,
     Explanation,
     domain_title,
@@ -19,15 +18,14 @@ from runtimes.domain.placement.explain import (
     nodes_needed,
     unit_label,
 )
-from runtimes.domain.placement.requests import PlacementInputError, PlacementRequest, _Shape, _shape_of
-from runtimes.domain.placement.slots import _aggregate, _Counts, _View
-from runtimes.domain.placement.snapshot import HOST, LEVEL_NAMES, PRESENT, ZONE, ClusterSnapshot, TopologyKeys
+from trainer_portal.placement.requests import BASIC, GANG, PlacementInputError, PlacementRequest, Shape, shape_of
+from trainer_portal.placement.snapshot import HOST, LEVEL_NAMES, PRESENT, ZONE, ClusterSnapshot, TopologyKeys
 
 # -- placing one group ---------------------------------------------------------------------------------------------
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     fits: bool
     placed: int
     pods_per_row: dict[int, int]
@@ -36,10 +34,10 @@ class _Outcome:
     assignments: dict
     explanation: Explanation | None
     message: str
-    shape: _Shape
+    shape: Shape
 
 
-class _Placer:
+class Placer:
     def __init__(self, snapshot: ClusterSnapshot, keys: TopologyKeys) -> None:
         self.snapshot = snapshot
         self.keys = keys
@@ -53,8 +51,8 @@ class _Placer:
         except ValueError as error:
             raise PlacementInputError(f"{what}: {error}") from None
 
-    def place(self, view: _View, request: PlacementRequest, restrict: np.ndarray | None = None) -> _Outcome:
-        shape = _shape_of(request)
+    def place(self, view: View, request: PlacementRequest, restrict: np.ndarray | None = None) -> Outcome:
+        shape = shape_of(request)
         if request.pod_count < 0:
             raise PlacementInputError(f"{request.name}: pod_count must be >= 0")
         level = self.level_of(request.topology_key, f"{request.name}.topology_key")
@@ -68,15 +66,15 @@ class _Placer:
             raise PlacementInputError(f"{request.name}: the slice level ({LEVEL_NAMES[slice_level]}) must not be "
                                       f"coarser than the group's level ({LEVEL_NAMES[level]})")
         if request.pod_count == 0:
-            return _Outcome(True, 0, {}, level, None, {}, None, f"{request.name}: no pods to place", shape)
+            return Outcome(True, 0, {}, level, None, {}, None, f"{request.name}: no pods to place", shape)
         if request.policy == BASIC or (level == CLUSTER and slice_size == 1 and slice_level == HOST):
             return self._least_free(view, request, shape, restrict)
         if request.preferred and level != CLUSTER:
             return self._preferred(view, request, shape, level, slice_level, slice_size, restrict)
         return self._required(view, request, shape, level, slice_level, slice_size, restrict)
 
-    def _preferred(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
-                   slice_size: int, restrict: np.ndarray | None) -> _Outcome:
+    def _preferred(self, view: View, request: PlacementRequest, shape: Shape, level: int, slice_level: int,
+                   slice_size: int, restrict: np.ndarray | None) -> Outcome:
         """Kueue preferred mode: the requested level, else the next coarser one that fits, else spread."""
         for candidate in range(level, CLUSTER - 1, -1):
             if slice_level != HOST and candidate > slice_level:
@@ -91,8 +89,8 @@ class _Placer:
                 return outcome
         return self._required(view, request, shape, level, slice_level, slice_size, restrict)
 
-    def _least_free(self, view: _View, request: PlacementRequest, shape: _Shape,
-                    restrict: np.ndarray | None) -> _Outcome:
+    def _least_free(self, view: View, request: PlacementRequest, shape: Shape,
+                    restrict: np.ndarray | None) -> Outcome:
         """LeastFreeCapacity over nodes: fullest nodes first (fills holes); partial for basic groups."""
         slots = view.node_slots(shape, 0, restrict)
         need = request.pod_count
@@ -122,20 +120,20 @@ class _Placer:
                        f"individually")
         else:
             message = explanation.message if explanation else f"{request.name}: does not fit"
-        return _Outcome(fits or (request.policy == BASIC and placed == need), placed, pods, CLUSTER, None, {},
+        return Outcome(fits or (request.policy == BASIC and placed == need), placed, pods, CLUSTER, None, {},
                         explanation, message, shape)
 
-    def _required(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
-                  slice_size: int, restrict: np.ndarray | None, *, explain: bool = True) -> _Outcome:
+    def _required(self, view: View, request: PlacementRequest, shape: Shape, level: int, slice_level: int,
+                  slice_size: int, restrict: np.ndarray | None, *, explain: bool = True) -> Outcome:
         label_levels = max(level, slice_level if slice_level != HOST else -1) + 1
         counts = view.counts(shape, label_levels, slice_level, slice_size, restrict)
         need = request.pod_count // slice_size
         if level == CLUSTER:
             total = int(counts.units[ZONE].sum())
             if total >= need:
-                picked, amounts = _best_fit(counts.units[ZONE], counts.pods[ZONE], view.ranks[ZONE], need)
+                picked, amounts = best_fit(counts.units[ZONE], counts.pods[ZONE], view.ranks[ZONE], need)
                 chosen = dict(zip(picked.tolist(), amounts.tolist(), strict=True))
-                pods, assignments = _descend(view, counts, ZONE, chosen) if self.assign else ({}, {})
+                pods, assignments = descend(view, counts, ZONE, chosen) if self.assign else ({}, {})
                 return self._fit(request, shape, CLUSTER, None, pods, assignments, len(chosen))
             return self._no_fit(view, request, shape, CLUSTER, None, total, counts, restrict, explain)
         if level == HOST:
@@ -150,7 +148,7 @@ class _Placer:
             if level == HOST:
                 pods = {best: need * slice_size}
                 return self._fit(request, shape, HOST, best, pods, {HOST: {best: need}}, 1)
-            pods, assignments = _descend(view, counts, level, {best: need}) if self.assign else ({}, {})
+            pods, assignments = descend(view, counts, level, {best: need}) if self.assign else ({}, {})
             return self._fit(request, shape, level, best, pods, assignments, 1)
         labelled = self._labelled_domains(view, level, label_levels, restrict)
         if not labelled.any():
@@ -161,7 +159,7 @@ class _Placer:
         best = int(np.lexsort((rank, tie, -np.where(labelled, caps, -1)))[0])
         return self._no_fit(view, request, shape, level, best, int(caps[best]), counts, restrict, explain)
 
-    def _labelled_domains(self, view: _View, level: int, label_levels: int,
+    def _labelled_domains(self, view: View, level: int, label_levels: int,
                           restrict: np.ndarray | None) -> np.ndarray:
         """Per domain of `level`: whether any present node of it carries the labels the request needs."""
         def compute() -> np.ndarray:
@@ -174,28 +172,28 @@ class _Placer:
                                minlength=view.n_domains[level]) > 0
         return view.cached(("labelled", level, label_levels), restrict, compute)
 
-    def _fit(self, request: PlacementRequest, shape: _Shape, level: int, domain_id: int | None,
-             pods: dict[int, int], assignments: dict, domains: int) -> _Outcome:
+    def _fit(self, request: PlacementRequest, shape: Shape, level: int, domain_id: int | None,
+             pods: dict[int, int], assignments: dict, domains: int) -> Outcome:
         placed = sum(pods.values()) if pods else request.pod_count
         where = domain_title(self.snapshot, level, domain_id) if domain_id is not None else \
             f"{domains} {'zone' if domains == 1 else 'zones'}"
         message = f"{request.name}: {placed:,} pods fit in {where}"
         if pods:
             message += f" on {len(pods):,} nodes"
-        return _Outcome(True, placed, pods, level, domain_id, assignments, None, message, shape)
+        return Outcome(True, placed, pods, level, domain_id, assignments, None, message, shape)
 
-    def _no_fit(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, best: int | None,
-                have: int, counts: _Counts, restrict: np.ndarray | None, explain: bool = True) -> _Outcome:
+    def _no_fit(self, view: View, request: PlacementRequest, shape: Shape, level: int, best: int | None,
+                have: int, counts: Counts, restrict: np.ndarray | None, explain: bool = True) -> Outcome:
         if not explain:
-            return _Outcome(False, 0, {}, level, best, {}, None, f"{request.name}: does not fit", shape)
+            return Outcome(False, 0, {}, level, best, {}, None, f"{request.name}: does not fit", shape)
         explanation = self._explain(view, request, shape, level, counts.slice_level, counts.slice_size, best, counts,
                                     restrict, have=have)
-        return _Outcome(False, 0, {}, level, best, {}, explanation, explanation.message, shape)
+        return Outcome(False, 0, {}, level, best, {}, explanation, explanation.message, shape)
 
     # -- explanation ----------------------------------------------------------------------------------------------
 
-    def _explain(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
-                 slice_size: int, best: int | None, counts: _Counts, restrict: np.ndarray | None, *,
+    def _explain(self, view: View, request: PlacementRequest, shape: Shape, level: int, slice_level: int,
+                 slice_size: int, best: int | None, counts: Counts, restrict: np.ndarray | None, *,
                  have: int) -> Explanation:
         need = request.pod_count // slice_size if request.policy == GANG else request.pod_count
         unit = unit_label(need, slice_size)
@@ -226,8 +224,8 @@ class _Placer:
         return Explanation(level_name(level), best_title, have, need, unit, total_nodes, dict(excluded),
                            alternatives, message)
 
-    def _alternatives(self, view: _View, request: PlacementRequest, shape: _Shape, level: int, slice_level: int,
-                      slice_size: int, best: int | None, counts: _Counts, have: int, need: int,
+    def _alternatives(self, view: View, request: PlacementRequest, shape: Shape, level: int, slice_level: int,
+                      slice_size: int, best: int | None, counts: Counts, have: int, need: int,
                       restrict: np.ndarray | None) -> list[str]:
         """Return advice, most useful first: a coarser level that fits, capacity to add, nodes to repair."""
         advice: list[str] = []
@@ -275,17 +273,17 @@ class _Placer:
             advice.append(f"would fit if the not-ready, cordoned or tainted nodes of {where} were schedulable")
         return advice
 
-    def _empty_capacity(self, view: _View, shape: _Shape, label_levels: int, level: int, slice_level: int,
+    def _empty_capacity(self, view: View, shape: Shape, label_levels: int, level: int, slice_level: int,
                         slice_size: int) -> int:
         empty = view.empty_slots(shape)
         if label_levels:
             empty = empty * view.label_ok(label_levels)
         if level == HOST:
             return int(empty.max(initial=0)) // slice_size
-        counts = _aggregate(view, empty, slice_level, slice_size)
+        counts = aggregate(view, empty, slice_level, slice_size)
         return int(counts.units[level].max(initial=0))
 
-    def _usual_node(self, view: _View, shape: _Shape) -> tuple[int, int]:
+    def _usual_node(self, view: View, shape: Shape) -> tuple[int, int]:
         """The most common (pods per empty node, GPUs per node) among nodes that can hold a pod of `shape`."""
         empty = view.empty_slots(shape)
         usable = empty > 0
@@ -296,7 +294,7 @@ class _Placer:
         gpus = int(np.argmax(np.bincount(np.clip(self.snapshot.alloc_gpu[: view.n][usable], 0, 4096))))
         return pods, gpus
 
-    def _blocked_capacity(self, view: _View, shape: _Shape, level: int, restrict: np.ndarray | None) -> np.ndarray:
+    def _blocked_capacity(self, view: View, shape: Shape, level: int, restrict: np.ndarray | None) -> np.ndarray:
         """Per domain of `level`: pod slots on nodes excluded only for being not ready, cordoned or tainted
         (on the snapshot, not counting groups placed earlier in this call: it is advice, not a verdict)."""
         raw = view.raw_slots(shape)
