@@ -11,7 +11,7 @@ The package splits the rules by concern: `report` (Problem, ValidationReport, Va
 (shared helpers and the checker base), `metadata`, `template` (replicatedJobs, dependsOn, JobSet fields, ancestor
 steps), `ml_policy`, `scheduling` (podGroupPolicy and spec.scheduling levels), `groups` (per-group scheduling
 fields), `lint` (deadlock and capacity warnings), `validate` (validate_runtime), `summary`, `fixes` (one-click fixes)
-and `crd_schema` (what the installed CRD says about spec.scheduling).
+and `disruption` (disruptionMode in the form the installed CRD embeds).
 """
 
 from .checker import (
@@ -22,7 +22,7 @@ from .checker import (
     SCHEDULING_TYPOS,
     TOPOLOGY_TYPOS,
 )
-from .crd_schema import SchedulingSchema, convert_disruption_modes, scheduling_schema
+from .disruption import convert_disruption_modes
 from .fixes import add_basic_entry, untargeted_replicated_jobs
 from .report import IMPORTABLE_ERRORS, RULES, STARTUP_DEADLOCKS, Problem, Severity, ValidationOptions, ValidationReport
 from .summary import SchedulingSummary, scheduling_summary
@@ -39,14 +39,12 @@ __all__ = [
     "STARTUP_DEADLOCKS",
     "TOPOLOGY_TYPOS",
     "Problem",
-    "SchedulingSchema",
     "SchedulingSummary",
     "Severity",
     "ValidationOptions",
     "ValidationReport",
     "add_basic_entry",
     "convert_disruption_modes",
-    "scheduling_schema",
     "scheduling_summary",
     "untargeted_replicated_jobs",
     "validate_runtime",

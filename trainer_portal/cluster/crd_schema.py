@@ -1,22 +1,20 @@
 """What the installed ClusterTrainingRuntime CRD says about `spec.scheduling`, read from its openAPIV3Schema.
 
-Which Kubernetes scheduling types Trainer v2.4 embeds is still open upstream (the v1alpha2 string `disruptionMode`
-`Pod | PodGroup`, or the 1.37 v1beta1/v1alpha3 union `{single: {}} | {all: {}}`), so the portal reads it from the
-cluster instead of guessing (decision D9). `scheduling_schema(crd)` returns a `SchedulingSchema`; its
-`disruption_mode` feeds `ValidationOptions.disruption_mode_form`, and `convert_disruption_modes` rewrites a manifest
-into the form the cluster accepts for export and apply.
+Pure (no I/O): `status.probe_crd_schema` fetches the CRD. Which Kubernetes scheduling types Trainer v2.4 embeds is
+still open upstream (the v1alpha2 string `disruptionMode` `Pod | PodGroup`, or the 1.37 v1beta1/v1alpha3 union
+`{single: {}} | {all: {}}`), so the portal reads it from the cluster instead of guessing. `scheduling_schema(crd)`
+returns a `SchedulingSchema`; the policy app feeds its `disruption_mode` to validation and export.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import constants as c
-from .checker import LEGACY_DISRUPTION_MODES
-
-_UNION_TO_STRING = {v: k for k, v in LEGACY_DISRUPTION_MODES.items()}
+DISRUPTION_MODE_UNION = "union"
+DISRUPTION_MODE_STRING = "string"
+DISRUPTION_MODE_UNKNOWN = ""
+TRAINER_SCHEDULING_GATE = "TrainJobWorkloadAwareScheduling"
 
 
 @dataclass(frozen=True)
@@ -25,25 +23,34 @@ class SchedulingSchema:
 
     present: the CRD has `spec.scheduling` (False: Trainer < v2.4, or its TrainJobWorkloadAwareScheduling gate off).
     version: the CRD version read (the storage version, else the first served one); "" when none has a schema.
-    disruption_mode: `constants.DISRUPTION_MODE_UNION` / `_STRING`, or `_UNKNOWN` (absent, or levels disagree).
+    disruption_mode: DISRUPTION_MODE_UNION / _STRING, or _UNKNOWN (absent, or the levels disagree).
     min_count: `gang.minCount` appears in the embedded schedulingPolicy schema (None when there is no policy schema).
     claim_levels: the levels (1, 2, 3) whose schema has `resourceClaims`.
     """
 
     present: bool
     version: str = ""
-    disruption_mode: str = c.DISRUPTION_MODE_UNKNOWN
+    disruption_mode: str = DISRUPTION_MODE_UNKNOWN
     min_count: bool | None = None
     claim_levels: tuple[int, ...] = ()
 
     @property
     def embedded_types(self) -> str:
         """Return which Kubernetes scheduling types the CRD embeds, in words ("" when unknown)."""
-        if self.disruption_mode == c.DISRUPTION_MODE_STRING:
+        if self.disruption_mode == DISRUPTION_MODE_STRING:
             return "Kubernetes 1.36 scheduling.k8s.io/v1alpha2 types (disruptionMode is the string Pod or PodGroup)"
-        if self.disruption_mode == c.DISRUPTION_MODE_UNION:
+        if self.disruption_mode == DISRUPTION_MODE_UNION:
             return "Kubernetes 1.37 scheduling types (disruptionMode is {single: {}} or {all: {}})"
         return ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the facts with `embedded_types` and `summary`, JSON-ready."""
+        return {
+            **asdict(self),
+            "claim_levels": list(self.claim_levels),
+            "embedded_types": self.embedded_types,
+            "summary": self.summary,
+        }
 
     @property
     def summary(self) -> str:
@@ -51,7 +58,7 @@ class SchedulingSchema:
         if not self.present:
             return (
                 "The installed ClusterTrainingRuntime CRD has no spec.scheduling: Trainer < v2.4 or the "
-                f"{c.GATE_TRAINER_SCHEDULING} gate is off, so workload-aware scheduling policies are rejected"
+                f"{TRAINER_SCHEDULING_GATE} gate is off, so workload-aware scheduling policies are rejected"
             )
         parts = [f"spec.scheduling is served ({self.version})"]
         if self.embedded_types:
@@ -83,12 +90,12 @@ def _version_schema(crd: Any) -> tuple[str, dict]:
 def _disruption_form(group: dict) -> str:
     mode = _properties(group).get("disruptionMode")
     if not isinstance(mode, dict):
-        return c.DISRUPTION_MODE_UNKNOWN
+        return DISRUPTION_MODE_UNKNOWN
     if mode.get("type") == "string" or isinstance(mode.get("enum"), list):
-        return c.DISRUPTION_MODE_STRING
+        return DISRUPTION_MODE_STRING
     if mode.get("type") == "object" or "properties" in mode:
-        return c.DISRUPTION_MODE_UNION
-    return c.DISRUPTION_MODE_UNKNOWN
+        return DISRUPTION_MODE_UNION
+    return DISRUPTION_MODE_UNKNOWN
 
 
 def scheduling_schema(crd: Any) -> SchedulingSchema:
@@ -103,45 +110,13 @@ def scheduling_schema(crd: Any) -> SchedulingSchema:
     entry = _dict(_dict(_properties(scheduling).get("replicatedJobs")).get("items"))
     job = _dict(_properties(entry).get("job"))
     levels = ((1, scheduling), (2, entry), (3, job))
-    forms = {_disruption_form(group) for _, group in levels if group} - {c.DISRUPTION_MODE_UNKNOWN}
+    forms = {_disruption_form(group) for _, group in levels if group} - {DISRUPTION_MODE_UNKNOWN}
     policies = [_dict(_properties(group).get("schedulingPolicy")) for _, group in levels]
     gangs = [_dict(_properties(policy).get("gang")) for policy in policies if policy]
     return SchedulingSchema(
         present=True,
         version=version,
-        disruption_mode=forms.pop() if len(forms) == 1 else c.DISRUPTION_MODE_UNKNOWN,
+        disruption_mode=forms.pop() if len(forms) == 1 else DISRUPTION_MODE_UNKNOWN,
         min_count=any("minCount" in _properties(gang) for gang in gangs) if any(policies) else None,
         claim_levels=tuple(level for level, group in levels if group and "resourceClaims" in _properties(group)),
     )
-
-
-def _groups(scheduling: dict) -> list[dict]:
-    groups = [scheduling]
-    for entry in scheduling.get("replicatedJobs") or []:
-        if isinstance(entry, dict):
-            groups.append(entry)
-            if isinstance(entry.get("job"), dict):
-                groups.append(entry["job"])
-    return groups
-
-
-def convert_disruption_modes(manifest: Any, form: str) -> Any:
-    """Return a copy of `manifest` with every `spec.scheduling` disruptionMode written in `form` (union or string).
-
-    Values that are not one of the two modes are left as they are (validation reports them); an unknown `form`
-    returns an unchanged copy. Never raises.
-    """
-    result = copy.deepcopy(manifest)
-    spec = result.get("spec") if isinstance(result, dict) else None
-    scheduling = spec.get("scheduling") if isinstance(spec, dict) else None
-    if not isinstance(scheduling, dict) or form not in (c.DISRUPTION_MODE_UNION, c.DISRUPTION_MODE_STRING):
-        return result
-    for group in _groups(scheduling):
-        mode = group.get("disruptionMode")
-        if form == c.DISRUPTION_MODE_UNION and isinstance(mode, str) and mode in LEGACY_DISRUPTION_MODES:
-            group["disruptionMode"] = {LEGACY_DISRUPTION_MODES[mode]: {}}
-        elif form == c.DISRUPTION_MODE_STRING and isinstance(mode, dict) and len(mode) == 1:
-            member = next(iter(mode))
-            if member in _UNION_TO_STRING:
-                group["disruptionMode"] = _UNION_TO_STRING[member]
-    return result

@@ -8,8 +8,8 @@ from functools import cache
 import pytest
 import yaml
 
-from runtimes.domain.policy import scheduling_schema
 from tests.fixture_paths import REFERENCE_CRDS
+from trainer_portal.cluster.crd_schema import scheduling_schema
 
 POLICY_WITH_MIN_COUNT = {
     "type": "object",
