@@ -19,6 +19,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from trainer_portal.cluster import selectors as cluster_selectors
+
 from .choices import ImportMode, RevisionSource
 from .domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
 from .domain.diff import semantically_equal, structural_diff
@@ -71,13 +73,18 @@ def validation_options() -> ValidationOptions:
     """Return the cluster facts validation depends on, from settings (read per call, never at import).
 
     `SCHEDULING_COMPOSITE_ENABLED` (default False: Trainer's composite PodGroup gates are alpha and off) and
-    `SCHEDULING_MAX_LEVEL3_REPLICAS` (default 1, Trainer v2.4); see docs/decisions.md D6 and D7.
+    `SCHEDULING_MAX_LEVEL3_REPLICAS` (default 1, Trainer v2.4); see docs/decisions.md D6 and D7. The topology gate
+    and the CRD's disruptionMode form come from the last cluster status check (D9, D11).
     """
     defaults = ValidationOptions()
+    # What the last cluster status check learnt (decisions D9, D11): unknown until the cluster page has been read.
+    facts = cluster_selectors.scheduling_facts()
     return ValidationOptions(
         composite_enabled=bool(getattr(settings, "SCHEDULING_COMPOSITE_ENABLED", defaults.composite_enabled)),
         max_level3_replicas=int(getattr(settings, "SCHEDULING_MAX_LEVEL3_REPLICAS", defaults.max_level3_replicas)),
         known_topology_keys=defaults.known_topology_keys,
+        disruption_mode_form=facts["disruption_mode"],
+        topology_gate=facts["topology_gate"],
     )
 
 

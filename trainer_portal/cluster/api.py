@@ -36,6 +36,31 @@ class CrdSchedulingProbeSerializer(serializers.Serializer):
     hint = serializers.CharField(allow_blank=True)
 
 
+class SchedulingSupportSerializer(serializers.Serializer):
+    supported = serializers.BooleanField(help_text="False when only Kubernetes 1.36 (v1alpha2) or no Workload API.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class TopologyGateSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(allow_null=True, help_text="TopologyAwareWorkloadScheduling keeps PodGroup "
+                                       "topology constraints; None when the probe could not run.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class CrdSchemaSerializer(serializers.Serializer):
+    present = serializers.BooleanField(help_text="False: Trainer < v2.4, or TrainJobWorkloadAwareScheduling off.")
+    version = serializers.CharField(allow_blank=True)
+    disruption_mode = serializers.ChoiceField(choices=["union", "string", ""],
+                                              help_text="How the CRD embeds disruptionMode; '' when unknown.")
+    min_count = serializers.BooleanField(allow_null=True, help_text="gang.minCount is in the embedded schema.")
+    claim_levels = serializers.ListField(child=serializers.IntegerField(), help_text="Levels with resourceClaims.")
+    embedded_types = serializers.CharField(allow_blank=True)
+    summary = serializers.CharField()
+    hint = serializers.CharField(allow_blank=True)
+
+
 class ClusterPermissionSerializer(serializers.Serializer):
     verb = serializers.CharField()
     resource = serializers.CharField()
@@ -58,6 +83,9 @@ class ClusterStatusSerializer(serializers.Serializer):
     apis = ClusterApiCheckSerializer(many=True)
     scheduling_versions = serializers.ListField(child=serializers.CharField())
     crd_scheduling = CrdSchedulingProbeSerializer(allow_null=True)
+    scheduling_support = SchedulingSupportSerializer(allow_null=True)
+    topology_gate = TopologyGateSerializer(allow_null=True)
+    crd_schema = CrdSchemaSerializer(allow_null=True)
     permissions = ClusterPermissionSerializer(many=True)
     checked_at = serializers.FloatField(help_text="Unix time of the check.")
     elapsed_ms = serializers.FloatField()
