@@ -18,3 +18,5 @@ class RuntimesConfig(AppConfig):
                                       lambda request: {"state_counts": selectors.sync_state_counts(),
                                                        "attention": selectors.policies_needing_attention(),
                                                        "job_id": request.GET.get("job", "")}))
+        register_page_panel(PagePanel("runtimes-topology-gate", "aside", "runtimes/_cluster_topology_gate.html",
+                                      lambda request: {"policies": selectors.policies_with_ignored_topology()}))

@@ -98,3 +98,25 @@ def sync_state_counts() -> dict[str, int]:
 def policies_needing_attention(*, limit: int = 50) -> QuerySet[RuntimePolicy]:
     """Return the failed or drifted policies by name (at most ``limit``)."""
     return RuntimePolicy.objects.filter(sync_state__in=[SyncState.FAILED, SyncState.DRIFTED]).order_by("name")[:limit]
+
+
+def policies_with_ignored_topology() -> list[dict[str, Any]]:
+    """Return ``[{name, problems: [{path, message}]}]`` of the policies whose topology constraints the cluster
+    ignores, when the last cluster check found the TopologyAwareWorkloadScheduling gate off ([] otherwise)."""
+    from trainer_portal.cluster import selectors as cluster_selectors
+
+    from .domain.policy import ValidationOptions, validate_runtime
+
+    if cluster_selectors.scheduling_facts()["topology_gate"] is not False:
+        return []
+    gate_off = ValidationOptions(topology_gate=False)
+    found = []
+    for name, manifest in RuntimePolicy.objects.order_by("name").values_list("name", "manifest"):
+        problems = [
+            {"path": p.path, "message": p.message}
+            for p in validate_runtime(manifest, gate_off).problems
+            if p.code == "scheduling.topology.gate_off"
+        ]
+        if problems:
+            found.append({"name": name, "problems": problems})
+    return found
