@@ -29,7 +29,7 @@ from . import selectors, services
 from .choices import RevisionSource
 from .domain.editing import PolicyFields, apply_fields, fields_from_manifest
 from .domain.manifest import ManifestError, dump_many, dump_yaml, load_runtime, new_runtime
-from .domain.policy import validate_runtime
+from .domain.policy import add_basic_entry, validate_runtime
 from .errors import ImportInvalid, PolicyInvalid, PolicyNameTaken, PolicyNotFound, RevisionNotFound, StaleVersion
 from .forms import (
     ImportForm,
@@ -56,6 +56,10 @@ def _policy_or_404(name: str) -> RuntimePolicy:
         return selectors.policy_get(name=name)
     except PolicyNotFound:
         raise Http404(f"No policy named '{name}'.")
+
+
+# The editor's one-click fix for `scheduling.untargeted_replicated_job` (decision D3).
+FIX_UNTARGETED = "fix-untargeted"
 
 
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
@@ -377,6 +381,8 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         action = request.POST.get("_action", "")
         if action in {"add-rjob", "add-l2"}:
             return self._add_row(request, policy, action)
+        if action == FIX_UNTARGETED:
+            return self._fix_untargeted(request, policy)
         save = SaveForm(request.POST)
         save.is_valid()
         yaml_text = save.cleaned_data.get("yaml", "")
@@ -446,6 +452,43 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             verb = "Created" if policy is None else "Saved"
             messages.success(request, f"{verb} {saved.name} (revision {saved.version}).")
         return redirect("runtimes:detail", name=saved.name)
+
+    def _fix_untargeted(self, request: HttpRequest, policy: RuntimePolicy | None) -> HttpResponse:
+        """One-click fix: give every untargeted ReplicatedJob a basic scheduling entry and re-render the editor
+        with the result (nothing is saved; Save keeps it)."""
+        save = SaveForm(request.POST)
+        save.is_valid()
+        yaml_text = save.cleaned_data.get("yaml", "")
+        version = save.cleaned_data.get("version")
+        message = (save.cleaned_data.get("message") or "").strip()
+        fixed_name = policy.name if policy else ""
+        editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=fixed_name)
+
+        def show(**extra: Any) -> HttpResponse:
+            context = _editor_context(
+                editor=editor, yaml_text=yaml_text, policy=policy, version=version, message=message, **extra
+            )
+            return render(request, EDITOR_TEMPLATE, context)
+
+        manifest: dict | None = None
+        if yaml_text.strip():
+            try:
+                manifest = load_runtime(yaml_text)
+            except ManifestError as exc:
+                editor.is_valid()
+                return show(yaml_error=exc)
+        if not editor.is_valid():
+            return show(form_error="Some fields need attention; fix them first.")
+        manifest, _ = _merge(editor, manifest)
+        try:
+            manifest = add_basic_entry(manifest)
+        except ValueError as exc:
+            return show(problems=_report_dicts(manifest), form_error=f"Nothing to fix: {exc}.")
+        yaml_text = dump_yaml(manifest)
+        editor = PolicyEditor.from_fields(
+            fields_from_manifest(manifest), creating=policy is None, fixed_name=fixed_name
+        )
+        return show(problems=_report_dicts(manifest))
 
     def _add_row(self, request: HttpRequest, policy: RuntimePolicy | None, action: str) -> HttpResponse:
         """No-JS "Add" buttons: re-render the posted editor with one more blank row (nothing is saved)."""
