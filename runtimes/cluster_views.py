@@ -39,9 +39,10 @@ class BulkSyncView(PlatformAdminRequiredMixin, View):
 
     def post(self, request):
         names = request.POST.getlist("names") or None
+        confirm = request.POST.get("confirm_startup_deadlock") in ("1", "true", "on")
         try:
             with transaction.atomic():
-                items = sync.runtimes_sync_request(names=names)
+                items = sync.runtimes_sync_request(names=names, confirm_startup_deadlock=confirm)
                 job = sync.sync_job_create(items=items, actor=request.user)
                 sync.enqueue_bulk_on_commit(items=items)
         except PolicyError as exc:
@@ -94,7 +95,8 @@ class SyncImpactView(ViewerRequiredMixin, View):
         except ValueError:
             num_nodes = None
         impact = sync.runtime_sync_impact(policy=policy, num_nodes=num_nodes)
-        return render(request, "cluster/impact.html", {"policy": policy, "impact": impact})
+        context = {"policy": policy, "impact": impact, "startup_deadlocks": sync.startup_deadlocks(policy)}
+        return render(request, "cluster/impact.html", context)
 
 
 class SyncRequestView(PlatformAdminRequiredMixin, View):
@@ -103,9 +105,10 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
     def post(self, request, name: str):
         policy = _policy_or_404(name)
         force = request.POST.get("force") in ("1", "true", "on")
+        confirm = request.POST.get("confirm_startup_deadlock") in ("1", "true", "on")
         try:
             with transaction.atomic():
-                revision = sync.runtime_sync_request(policy=policy)
+                revision = sync.runtime_sync_request(policy=policy, confirm_startup_deadlock=confirm)
                 _enqueue_sync(policy, revision, force=force)
         except PolicyError as exc:
             messages.error(request, exc.message)

@@ -115,3 +115,41 @@ class StaleVersion(PolicyError):
             f"Policy '{name}' changed since you loaded it (you edited version {expected_version}, it is now at "
             f"version {current_version}); reload, re-apply your change and save again."
         )
+
+
+CONFIRM_STARTUP_DEADLOCK = "confirmStartupDeadlock"
+
+
+class NotApplicable(PolicyError):
+    """The policy cannot be applied as stored: it keeps errors from an import or adoption (decision D18).
+
+    `problems` are the errors, each `{path, message, severity, code}`.
+    """
+
+    code = "not_applicable"
+
+    def __init__(self, name: str, problems: list[dict[str, Any]]) -> None:
+        self.name = name
+        self.problems = problems
+        first = problems[0]
+        super().__init__(
+            f"'{name}' keeps {len(problems)} error(s) from its import or adoption that a Trainer v2.4 cluster rejects "
+            f"(first: {first['path']}: {first['message']}); fix them in the editor and save, then apply."
+        )
+
+
+class StartupDeadlockUnconfirmed(PolicyError):
+    """Applying would install a policy whose gang can never reach minCount (dependsOn inside one gang), and the
+    caller did not confirm it. `names` are the policies concerned; `problems` the deadlock warnings."""
+
+    code = "startup_deadlock_unconfirmed"
+
+    def __init__(self, names: list[str], problems: list[dict[str, Any]]) -> None:
+        self.names = names
+        self.problems = problems
+        which = ", ".join(names)
+        super().__init__(
+            f"{which}: a gang never schedules on a real cluster (startup order: a ReplicatedJob waits for another in "
+            f"its own gang, so minCount is never reached). Send {CONFIRM_STARTUP_DEADLOCK}: true (or tick the "
+            "confirmation) to apply anyway, or give the dependent ReplicatedJobs separate entries."
+        )

@@ -36,7 +36,8 @@ from trainer_portal import kube
 from .choices import RevisionSource, SyncState
 from .domain.diff import semantically_equal, structural_diff, unified_diff
 from .domain.manifest import API_VERSION, KIND, dump_yaml, strip_server_fields
-from .errors import PolicyError
+from .domain.policy import validate_runtime
+from .errors import NotApplicable, PolicyError, StartupDeadlockUnconfirmed
 from .models import PolicyRevision, RuntimePolicy
 
 logger = logging.getLogger(__name__)
@@ -103,13 +104,40 @@ class AdoptResult:
 # --------------------------------------------------------------------------------------------------- requests
 
 
-def runtime_sync_request(*, policy: RuntimePolicy) -> int:
+def startup_deadlocks(policy: RuntimePolicy) -> list[dict[str, Any]]:
+    """Return the policy's startup-order deadlock warnings (a gang that never reaches minCount), as problem dicts."""
+    from .services import validation_options
+
+    return [p.as_dict() for p in validate_runtime(policy.manifest, validation_options()).startup_deadlocks]
+
+
+def _check_applicable(policy: RuntimePolicy, *, confirm_startup_deadlock: bool) -> bool:
+    """Return whether applying ``policy`` needs (and got) the startup-deadlock confirmation.
+
+    Raises NotApplicable when the stored manifest keeps errors (from an import or adoption, decision D18) and
+    StartupDeadlockUnconfirmed when a gang can never reach minCount and ``confirm_startup_deadlock`` is False.
+    """
+    from .services import validation_options
+
+    report = validate_runtime(policy.manifest, validation_options())
+    if report.errors:
+        raise NotApplicable(policy.name, [p.as_dict() for p in report.errors])
+    deadlocks = [p.as_dict() for p in report.startup_deadlocks]
+    if deadlocks and not confirm_startup_deadlock:
+        raise StartupDeadlockUnconfirmed([policy.name], deadlocks)
+    return bool(deadlocks)
+
+
+def runtime_sync_request(*, policy: RuntimePolicy, confirm_startup_deadlock: bool = False) -> int:
     """Mark ``policy`` as queued for syncing its current revision and return that revision number.
 
     The caller enqueues ``runtime_sync_task(policy.id, revision)`` with ``transaction.on_commit``. Asking again
     for a revision that is already queued or syncing changes no row (a duplicate task is harmless, and takes over
-    a row whose worker died).
+    a row whose worker died). A policy whose gang never reaches minCount (dependsOn inside one gang, decision D8)
+    needs ``confirm_startup_deadlock``, which the sync record keeps (``sync_startup_deadlock_confirmed``). Raises
+    NotApplicable, StartupDeadlockUnconfirmed, and PolicyError when the policy vanished or keeps changing.
     """
+    confirmed = _check_applicable(policy, confirm_startup_deadlock=confirm_startup_deadlock)
     for _ in range(5):
         current = (
             RuntimePolicy.objects.filter(pk=policy.pk)
@@ -128,6 +156,7 @@ def runtime_sync_request(*, policy: RuntimePolicy) -> int:
             sync_requested_revision=current["version"],
             last_sync_error="",
             sync_error_fields=[],
+            sync_startup_deadlock_confirmed=confirmed,
         )
         if updated == 1:
             policy.sync_state = SyncState.QUEUED
@@ -136,10 +165,14 @@ def runtime_sync_request(*, policy: RuntimePolicy) -> int:
     raise PolicyError(f"Policy '{policy.name}' keeps changing; try the sync again.")
 
 
-def runtimes_sync_request(*, names: list[str] | None = None) -> list[tuple[int, int]]:
+def runtimes_sync_request(
+    *, names: list[str] | None = None, confirm_startup_deadlock: bool = False
+) -> list[tuple[int, int]]:
     """Queue every policy (or those named) for syncing; return ``[(policy_id, revision)]`` to enqueue.
 
-    Raises PolicyError naming unknown policies (and queues nothing then).
+    Raises PolicyError naming unknown policies, NotApplicable for a policy that keeps errors, and
+    StartupDeadlockUnconfirmed naming every policy whose gang never reaches minCount unless
+    ``confirm_startup_deadlock`` (nothing is queued then).
     """
     queryset = RuntimePolicy.objects.all()
     if names is not None:
@@ -148,7 +181,16 @@ def runtimes_sync_request(*, names: list[str] | None = None) -> list[tuple[int, 
         if unknown:
             raise PolicyError(f"Unknown policies: {', '.join(unknown)}.")
         queryset = queryset.filter(name__in=names)
-    return [(policy.pk, runtime_sync_request(policy=policy)) for policy in queryset.only("pk", "name")]
+    policies = list(queryset.only("pk", "name", "manifest"))
+    if not confirm_startup_deadlock:
+        found = [(policy.name, startup_deadlocks(policy)) for policy in policies]
+        found = [(name, problems) for name, problems in found if problems]
+        if found:
+            raise StartupDeadlockUnconfirmed([n for n, _ in found], [p for _, problems in found for p in problems])
+    return [
+        (policy.pk, runtime_sync_request(policy=policy, confirm_startup_deadlock=confirm_startup_deadlock))
+        for policy in policies
+    ]
 
 
 def sync_job_create(*, items: list[tuple[int, int]], actor: Any = None) -> dict:
@@ -653,7 +695,8 @@ def runtime_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gat
     if action not in ("reapply", "adopt"):
         raise PolicyError(f"Unknown action '{action}': use 'reapply' or 'adopt'.")
     if action == "reapply":
-        return runtime_sync_request(policy=policy)
+        # Re-applying what was applied keeps the confirmation its apply was given (decision D8).
+        return runtime_sync_request(policy=policy, confirm_startup_deadlock=policy.sync_startup_deadlock_confirmed)
     gateway = gateway or kube.get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live = gateway.get(resource, name=policy.name)

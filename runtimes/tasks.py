@@ -54,12 +54,18 @@ def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) 
 
 
 def _requeue_current(policy_id: int) -> None:
+    from runtimes.errors import NotApplicable, StartupDeadlockUnconfirmed
     from runtimes.models import RuntimePolicy
     from runtimes.sync import runtime_sync_request
 
     policy = RuntimePolicy.objects.filter(pk=policy_id).first()
     if policy is not None:
-        revision = runtime_sync_request(policy=policy)
+        try:
+            revision = runtime_sync_request(
+                policy=policy, confirm_startup_deadlock=policy.sync_startup_deadlock_confirmed
+            )
+        except (NotApplicable, StartupDeadlockUnconfirmed):
+            return  # the newer revision needs an admin's explicit apply
         runtime_sync_task.delay(policy_id, revision)
 
 

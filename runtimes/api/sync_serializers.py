@@ -25,6 +25,23 @@ class BulkSyncInputSerializer(serializers.Serializer):
         allow_empty=False,
         help_text="Policy names; omit to sync every policy.",
     )
+    confirmStartupDeadlock = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Apply policies whose gang never reaches minCount (startup order) too; without it they are named "
+        "in a 409 and nothing is queued.",
+    )
+
+
+class SyncRequestInputSerializer(serializers.Serializer):
+    """Optional body of POST /runtimes/{name}/sync/."""
+
+    confirmStartupDeadlock = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Apply although a gang never reaches minCount (a dependsOn pair inside one gang); kept in the "
+        "sync status as startupDeadlockConfirmed.",
+    )
 
 
 class DriftResolveInputSerializer(serializers.Serializer):
@@ -63,6 +80,9 @@ class SyncStatusSerializer(serializers.Serializer):
     errorFields = SyncErrorFieldSerializer(many=True)
     driftDiff = serializers.CharField(allow_blank=True, help_text="Unified diff portal → cluster when drifted.")
     upToDate = serializers.BooleanField(help_text="Synced, and the applied revision is the current one.")
+    startupDeadlockConfirmed = serializers.BooleanField(
+        help_text="The last apply request confirmed that a gang never reaches minCount (startup order)."
+    )
 
 
 class SyncAcceptedSerializer(serializers.Serializer):

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from runtimes import sync
 from runtimes.choices import SyncState
-from runtimes.errors import PolicyError
+from runtimes.errors import CONFIRM_STARTUP_DEADLOCK, NotApplicable, PolicyError, StartupDeadlockUnconfirmed
 from runtimes.models import RuntimePolicy
 from trainer_portal import kube
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
@@ -63,9 +63,31 @@ class PolicyActionError(exceptions.APIException):
 
     default_code = "invalid"
 
-    def __init__(self, message: str, *, status_code: int = 400, code: str = "invalid") -> None:
+    def __init__(
+        self, message: str, *, status_code: int = 400, code: str = "invalid", fields: list[dict] | None = None
+    ) -> None:
         self.status_code = status_code
-        super().__init__({"message": message, "fields": [], "code": code})
+        super().__init__({"message": message, "fields": fields or [], "code": code})
+
+
+def _confirmed(request) -> bool:
+    """Return whether the request confirms a startup-order deadlock (`confirmStartupDeadlock` in body or query)."""
+    value = request.data.get(CONFIRM_STARTUP_DEADLOCK) if isinstance(request.data, dict) else None
+    if value is None:
+        value = request.query_params.get(CONFIRM_STARTUP_DEADLOCK)
+    return value is True or str(value).lower() in ("1", "true", "yes")
+
+
+def _apply_refusal(exc: PolicyError) -> PolicyActionError:
+    """Return the 409 for a policy that cannot be applied as it is (stored errors, unconfirmed deadlock)."""
+    if isinstance(exc, StartupDeadlockUnconfirmed):
+        fields = [{"path": CONFIRM_STARTUP_DEADLOCK, "code": "required",
+                   "message": "set to true to apply a policy whose gang never reaches minCount (startup order)"}]
+        fields += [{"path": p["path"], "message": p["message"], "code": p["code"]} for p in exc.problems]
+        return PolicyActionError(exc.message, status_code=409, code=exc.code, fields=fields)
+    problems = getattr(exc, "problems", [])
+    fields = [{"path": p["path"], "message": p["message"], "code": p["code"]} for p in problems]
+    return PolicyActionError(exc.message, status_code=409, code=exc.code, fields=fields)
 
 
 def _policy(name: str) -> RuntimePolicy:
@@ -89,6 +111,7 @@ def sync_status_data(policy: RuntimePolicy) -> dict:
         "error": policy.last_sync_error,
         "errorFields": policy.sync_error_fields,
         "driftDiff": policy.drift_diff,
+        "startupDeadlockConfirmed": policy.sync_startup_deadlock_confirmed,
         "upToDate": policy.sync_state == SyncState.SYNCED and policy.applied_revision == policy.version,
     }
 
@@ -114,14 +137,22 @@ class RuntimeSyncApi(APIView):
         operation_id="runtime_sync",
         summary="Sync a policy to the cluster",
         description="Queues the current revision for a server-side apply and answers 202 at once; poll "
-        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own.",
-        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply.")],
-        request=None,
+        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own. A policy "
+        "whose gang never reaches minCount (a dependsOn pair inside one gang) needs `confirmStartupDeadlock: true`; "
+        "the sync status keeps that it was confirmed.",
+        parameters=[
+            OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply."),
+            OpenApiParameter(CONFIRM_STARTUP_DEADLOCK, OpenApiTypes.BOOL,
+                             description="Apply although a gang never schedules (startup order); also in the body."),
+        ],
+        request=ss.SyncRequestInputSerializer,
         responses={
             202: ss.SyncAcceptedSerializer,
             **FORBIDDEN,
             **NOT_FOUND,
-            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued."),
+            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued; it keeps "
+                                 "errors from an import (`not_applicable`); or its startup-order deadlock is not "
+                                 "confirmed (`startup_deadlock_unconfirmed`, field `confirmStartupDeadlock`)."),
         },
         tags=TAGS,
     )
@@ -130,7 +161,9 @@ class RuntimeSyncApi(APIView):
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
         with transaction.atomic():
             try:
-                revision = sync.runtime_sync_request(policy=policy)
+                revision = sync.runtime_sync_request(policy=policy, confirm_startup_deadlock=_confirmed(request))
+            except (NotApplicable, StartupDeadlockUnconfirmed) as exc:
+                raise _apply_refusal(exc)
             except PolicyError as exc:
                 raise PolicyActionError(exc.message, status_code=409, code="conflict")
             sync.enqueue_sync_on_commit(policy_id=policy.pk, revision=revision, force=force)
@@ -192,6 +225,8 @@ class RuntimesBulkSyncApi(APIView):
         responses={
             202: ss.BulkSyncAcceptedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="Unknown policy names; `fields[].path` is `names`."),
+            409: OpenApiResponse(ErrorSerializer, description="A policy keeps import errors, or a startup-order "
+                                 "deadlock is not confirmed (`confirmStartupDeadlock`)."),
             **FORBIDDEN,
         },
         tags=TAGS,
@@ -200,9 +235,12 @@ class RuntimesBulkSyncApi(APIView):
         serializer = BulkSyncInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         names = serializer.validated_data.get("names")
+        confirm = serializer.validated_data.get(CONFIRM_STARTUP_DEADLOCK, False)
         with transaction.atomic():
             try:
-                items = sync.runtimes_sync_request(names=names)
+                items = sync.runtimes_sync_request(names=names, confirm_startup_deadlock=confirm)
+            except (NotApplicable, StartupDeadlockUnconfirmed) as exc:
+                raise _apply_refusal(exc)
             except PolicyError as exc:
                 raise exceptions.ValidationError({"names": [exc.message]})
             job = sync.sync_job_create(items=items, actor=request.user)
