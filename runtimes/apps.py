@@ -17,6 +17,8 @@ class RuntimesConfig(AppConfig):
         register_page_panel(PagePanel("runtimes-sync", "aside", "runtimes/_cluster_sync_overview.html",
                                       lambda request: {"state_counts": selectors.sync_state_counts(),
                                                        "attention": selectors.policies_needing_attention(),
-                                                       "job_id": request.GET.get("job", "")}))
+                                                       # ?job= is the first release's name of ?batch=.
+                                                       "batch_id": request.GET.get("batch")
+                                                       or request.GET.get("job", "")}))
         register_page_panel(PagePanel("runtimes-topology-gate", "aside", "runtimes/_cluster_topology_gate.html",
                                       lambda request: {"policies": selectors.policies_with_ignored_topology()}))

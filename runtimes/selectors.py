@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from .choices import POLICY_ORDERINGS, SyncState
-from .domain.diff import Change, structural_diff, unified_diff
-from .errors import PolicyNotFound, RevisionNotFound
-from .models import PolicyRevision, RuntimePolicy
+from runtimes.choices import POLICY_ORDERINGS, SyncState
+from runtimes.domain.diff import Change, structural_diff, unified_diff
+from runtimes.errors import PolicyNotFound, RevisionNotFound
+from runtimes.models import PolicyRevision, RuntimePolicy
 
 
 def policy_list(

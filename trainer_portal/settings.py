@@ -158,8 +158,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "trainer_portal.api.exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.SafeJSONRenderer"],
+    "EXCEPTION_HANDLER": "trainer_portal.api.exceptions.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.renderers.SafeJSONRenderer"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 if DEBUG:
@@ -198,8 +198,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "trainer-portal")
 CELERY_BEAT_SCHEDULE = {
-    "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
-    "runtimes-requeue-unfinished": {"task": "runtimes.tasks.runtimes_requeue_unfinished_task", "schedule": 600.0},
+    "policies-drift-check": {"task": "runtimes.tasks.policies_drift_check_task", "schedule": 300.0},
+    "policies-requeue-unfinished": {"task": "runtimes.tasks.policies_requeue_unfinished_task", "schedule": 600.0},
     "cluster-topology-refresh": {"task": "trainer_portal.cluster.tasks.topology_refresh_task", "schedule": 120.0},
 }
 

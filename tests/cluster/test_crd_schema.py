@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.fixture_paths import REFERENCE_CRDS
-from trainer_portal.cluster.crd_schema import scheduling_schema
+from trainer_portal.cluster.domain.crd_schema import scheduling_schema
 
 POLICY_WITH_MIN_COUNT = {
     "type": "object",

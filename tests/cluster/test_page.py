@@ -9,7 +9,7 @@ import pytest
 from runtimes.choices import SyncState
 from runtimes.domain.manifest import new_runtime
 from runtimes.models import RuntimePolicy
-from runtimes.services import policy_create
+from runtimes.services.policies import policy_create
 
 pytestmark = pytest.mark.django_db
 

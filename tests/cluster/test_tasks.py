@@ -9,6 +9,7 @@ import pytest
 
 from trainer_portal import kube
 from trainer_portal.cluster import snapshots, tasks
+from trainer_portal.kube.client import reset_gateway
 
 from .test_cluster_watch_command import node
 
@@ -28,11 +29,11 @@ def test_the_refresh_task_rebuilds_a_missing_or_stale_snapshot_and_leaves_a_fres
 
 def test_the_refresh_task_returns_the_error_when_the_cluster_is_unreachable(settings, tmp_path):
     settings.KUBE_CONFIG_PATH = str(tmp_path / "absent")
-    kube.reset_gateway()
+    reset_gateway()
     try:
         result = tasks.topology_refresh_task()
     finally:
-        kube.reset_gateway()
+        reset_gateway()
     assert result != "refreshed" and "kubeconfig" in result.lower()
     assert snapshots.live_snapshot() is None
 

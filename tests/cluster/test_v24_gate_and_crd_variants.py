@@ -9,11 +9,11 @@ from functools import cache
 
 import pytest
 
-from runtimes import services
 from runtimes.choices import RevisionSource
+from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
-from trainer_portal import kube
 from trainer_portal.cluster import status
+from trainer_portal.kube.client import get_gateway, reset_gateway
 
 pytestmark = pytest.mark.django_db
 GATE_OFF = ["--gate", "TopologyAwareWorkloadScheduling=false"]
@@ -45,13 +45,13 @@ def sandbox_with(settings):
         settings.KUBE_CONFIG_PATH = process.kubeconfig
         settings.KUBE_CONTEXT = ""
         settings.KUBE_IN_CLUSTER = False
-        kube.reset_gateway()
-        return kube.get_gateway()
+        reset_gateway()
+        return get_gateway()
 
     yield start
     for process in started:
         process.stop()
-    kube.reset_gateway()
+    reset_gateway()
 
 
 @_needs("--gate")

@@ -10,11 +10,12 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
-from runtimes import services
+from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 from tests.fixture_paths import REFERENCE_CRDS
 from trainer_portal import kube
 from trainer_portal.cluster import status
+from trainer_portal.kube.client import build_gateway
 
 pytestmark = pytest.mark.django_db
 CRD_FILE = REFERENCE_CRDS / "trainer.kubeflow.org_clustertrainingruntimes.yaml"
@@ -97,7 +98,7 @@ def test_a_cluster_serving_only_1_36_is_reported_as_such():
     from sandbox.testing import SandboxProcess
 
     with SandboxProcess(topology="none", controllers=False, kube_version="1.36") as sandbox:
-        gateway = kube.build_gateway(kube.KubeSettings(config_path=sandbox.kubeconfig))
+        gateway = build_gateway(kube.KubeSettings(config_path=sandbox.kubeconfig))
         result = status.cluster_status(gateway=gateway, include_permissions=False)
 
     support = result["scheduling_support"]

@@ -9,12 +9,10 @@ import copy
 
 import pytest
 
+from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.domain.manifest import new_runtime
-from runtimes.preview import (
-    CAVEAT,
-    MAX_NUM_NODES,
-    PreviewInputError,
-    SyntheticTopology,
+from runtimes.domain.preview import CAVEAT, PreviewInputError, SyntheticTopology
+from runtimes.services.preview import (
     _synthetic_source,
     preview_manifest,
     preview_request_parse,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from runtimes import services
-from runtimes.preview import NOT_SUPPORTED_BY_TRAINER, STARTUP_ORDER_VERDICT, UNSUPPORTED_API_WARNING
+from runtimes.domain.preview import NOT_SUPPORTED_BY_TRAINER, STARTUP_ORDER_VERDICT, UNSUPPORTED_API_WARNING
+from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 from tests.preview.test_api import UNSAVED, alice, api, bob, body, saved  # noqa: F401 — fixtures
 from tests.preview.test_html import HTMX, RESULTS, form

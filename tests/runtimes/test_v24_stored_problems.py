@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import services
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import dump_many, dump_yaml
 from runtimes.errors import ImportInvalid, PolicyInvalid
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as services
 from tests.runtimes.test_services import runtime
 
 pytestmark = pytest.mark.django_db

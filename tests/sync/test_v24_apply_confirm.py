@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 
 pytestmark = pytest.mark.django_db
@@ -115,11 +115,11 @@ def test_a_runtime_stored_with_v24_errors_is_not_applied(api, alice):
 
 
 def test_a_confirmed_apply_reaches_the_cluster_and_stays_recorded(cluster, alice):
-    from runtimes import sync
+    from runtimes.services import sync
 
     policy = _policy(alice, DEADLOCK)
-    revision = sync.runtime_sync_request(policy=policy, confirm_startup_deadlock=True)
-    sync.runtime_sync(policy_id=policy.pk, revision=revision)
+    revision = sync.policy_sync_request(policy=policy, confirm_startup_deadlock=True)
+    sync.policy_sync(policy_id=policy.pk, revision=revision)
 
     row = RuntimePolicy.objects.get(name="ds")
     assert (row.sync_state, row.applied_revision, row.sync_startup_deadlock_confirmed) == ("synced", 1, True)

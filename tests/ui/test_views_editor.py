@@ -7,9 +7,9 @@ from django.urls import reverse
 
 from runtimes.domain.editing import fields_from_manifest
 from runtimes.domain.manifest import dump_yaml, load_runtime, new_runtime
-from runtimes.forms import PolicyEditor
+from runtimes.forms.editor import PolicyEditor
 from runtimes.selectors import policy_get, revision_list
-from runtimes.services import policy_update
+from runtimes.services.policies import policy_update
 from tests.ui import editor_post_data, l2_l3_manifest, make_policy, torch_manifest
 
 RENDER = reverse("runtimes:render-yaml")

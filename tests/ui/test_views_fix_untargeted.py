@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runtimes import services
 from runtimes.domain.manifest import dump_yaml, load_runtime
 from runtimes.selectors import policy_get
+from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 from tests.ui.test_views_editor import shown_data
 

@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from trainer_portal import kube
 from trainer_portal.kube.client import get_gateway
 
-from .crd_schema import scheduling_schema
+from .domain.crd_schema import scheduling_schema
 
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
