@@ -120,3 +120,13 @@ def policies_with_ignored_topology() -> list[dict[str, Any]]:
         if problems:
             found.append({"name": name, "problems": problems})
     return found
+
+
+def policy_export_manifest(manifest: dict) -> dict:
+    """Return `manifest` as exports write it: every disruptionMode in the form the cluster's ClusterTrainingRuntime
+    CRD embeds, as the last cluster check found (decision D9); unchanged while that form is unknown."""
+    from trainer_portal.cluster import selectors as cluster_selectors
+
+    from .domain.policy import convert_disruption_modes
+
+    return convert_disruption_modes(manifest, cluster_selectors.scheduling_facts()["disruption_mode"])

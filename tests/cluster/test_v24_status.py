@@ -120,3 +120,18 @@ def test_the_api_and_the_page_show_the_checks(cluster, bob):
     page = api.get("/cluster/").content.decode()
     assert "TopologyAwareWorkloadScheduling" in page and "Installed CRD schema" in page
     assert "Kubernetes version for Trainer v2.4" in page
+
+
+def test_exports_write_disruption_mode_in_the_clusters_form(gateway, alice, client):
+    manifest = with_scheduling("torch", {**ZONE_GANG, "disruptionMode": {"all": {}}})
+    services.policy_create(manifest=manifest, author=alice)
+    name = manifest["metadata"]["name"]
+    client.force_login(alice)
+    assert "all: {}" in client.get(f"/runtimes/{name}/export/").content.decode()
+
+    _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
+    status.cluster_status(gateway=gateway, include_permissions=False)
+
+    for url in (f"/runtimes/{name}/export/", f"/api/v1/runtimes/{name}/export/", "/runtimes/export/"):
+        text = client.get(url).content.decode()
+        assert "disruptionMode: PodGroup" in text, url
