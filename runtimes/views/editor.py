@@ -21,7 +21,7 @@ from runtimes.domain.editing import (
     merge_fields,
 )
 from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime, new_runtime
-from runtimes.domain.policy import add_basic_entry, validate_runtime
+from runtimes.domain.policy import add_basic_entry
 from runtimes.errors import (
     PolicyInvalid,
     PolicyNameTaken,
@@ -47,7 +47,8 @@ FIX_UNTARGETED = "fix-untargeted"
 
 
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
-    return validate_runtime(manifest).as_dicts()
+    # The settings and the last cluster check (composite, topology gate, disruptionMode form) apply, as on save.
+    return policy_services.policy_validate(manifest=manifest).as_dicts()
 
 
 def _yaml_filename(name: str) -> str:

@@ -23,7 +23,6 @@ from django.views import View
 
 from runtimes import selectors
 from runtimes.domain.manifest import dump_many, dump_yaml
-from runtimes.domain.policy import validate_runtime
 from runtimes.errors import (
     ImportInvalid,
     PolicyInvalid,
@@ -51,7 +50,8 @@ def policy_or_404(name: str) -> RuntimePolicy:
 
 
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
-    return validate_runtime(manifest).as_dicts()
+    # The settings and the last cluster check (composite, topology gate, disruptionMode form) apply, as on save.
+    return policy_services.policy_validate(manifest=manifest).as_dicts()
 
 
 def _yaml_filename(name: str) -> str:

@@ -135,3 +135,17 @@ def test_exports_write_disruption_mode_in_the_clusters_form(gateway, alice, clie
     for url in (f"/runtimes/{name}/export/", f"/api/v1/runtimes/{name}/export/", "/runtimes/export/"):
         text = client.get(url).content.decode()
         assert "disruptionMode: PodGroup" in text, url
+
+
+def test_the_editor_checks_follow_the_last_cluster_check(gateway, alice, client):
+    manifest = with_scheduling("torch", {**ZONE_GANG, "disruptionMode": {"all": {}}})
+    services.policy_create(manifest=manifest, author=alice)
+    client.force_login(alice)
+    edit = f"/runtimes/{manifest['metadata']['name']}/edit/"
+    assert "scheduling.disruption_mode.cluster_form" not in str(client.get(edit).context["problems"])
+
+    _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
+    status.cluster_status(gateway=gateway, include_permissions=False)
+
+    codes = [p["code"] for p in client.get(edit).context["problems"]]
+    assert "scheduling.disruption_mode.cluster_form" in codes
