@@ -176,18 +176,3 @@ def test_impact_lists_referencing_trainjobs_and_pod_groups(cluster, gateway, mak
     assert "created after" in impact["note"]
     assert impact["old"]["total_pods"] == impact["new"]["total_pods"] == 4
     assert "numNodes: 4" in impact["yaml_diff"]
-
-
-def test_adoption_keeps_a_runtime_broken_only_by_the_v24_rules_with_the_error_shown(cluster, ctr, other, admin):
-    legacy = runtime_manifest("adopt-legacy")
-    helper = {"name": "evaluation-sidecar-0001", "template": {"spec": {"template": {"spec": {"containers": [
-        {"name": "h", "image": "busybox"}]}}}}}
-    legacy["spec"]["template"]["spec"]["replicatedJobs"].append(helper)
-    other.apply(ctr, body=legacy)
-
-    result = sync.policies_adopt(actor=admin)
-
-    assert result.created == ["adopt-legacy"] and not result.failed
-    adopted = RuntimePolicy.objects.get(name="adopt-legacy")
-    assert [p["code"] for p in adopted.warnings if p["severity"] == "error"] == ["replicated_job.name.too_long"]
-    assert adopted.manifest["spec"]["template"]["spec"]["replicatedJobs"][-1]["name"] == "evaluation-sidecar-0001"
