@@ -122,9 +122,10 @@ def policies_with_ignored_topology() -> list[dict[str, Any]]:
     return found
 
 
-def policy_export_manifest(manifest: dict) -> dict:
-    """Return `manifest` as exports write it: every disruptionMode in the form the cluster's ClusterTrainingRuntime
-    CRD embeds, as the last cluster check found (decision D9); unchanged while that form is unknown."""
+def manifest_in_cluster_form(manifest: dict) -> dict:
+    """Return `manifest` as exports and the guided form write it: every disruptionMode in the form the cluster's
+    ClusterTrainingRuntime CRD embeds, as the last cluster check found (decision D9); unchanged while that form is
+    unknown."""
     from trainer_portal.cluster import selectors as cluster_selectors
 
     from .domain.policy import convert_disruption_modes

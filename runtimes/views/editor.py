@@ -116,16 +116,17 @@ def _merge(editor: PolicyEditor, manifest: dict | None) -> tuple[dict, bool]:
 
     The YAML is the source of truth; the form fields the user changed since the form was rendered are merged into
     it (`merge_fields`). So a no-JS user may edit either side or both, and a JS user whose form changes are already
-    in the YAML gets nothing applied twice.
+    in the YAML gets nothing applied twice. What the form writes follows the cluster: a disruptionMode is written
+    in the form the cluster's CRD embeds, as the last cluster check found (decision D9).
     """
     fields = editor.to_fields()
     if manifest is None:
-        return apply_fields(None, fields), True
+        return selectors.manifest_in_cluster_form(apply_fields(None, fields)), True
     in_yaml = fields_from_manifest(manifest)
     merged = merge_fields(base=editor.posted_base, form=fields, yaml=in_yaml)
     if _same_fields(merged, in_yaml):
         return manifest, False
-    return apply_fields(manifest, merged), True
+    return selectors.manifest_in_cluster_form(apply_fields(manifest, merged)), True
 
 
 def _same_fields(a: PolicyFields, b: PolicyFields) -> bool:

@@ -105,7 +105,7 @@ class PolicyExportView(ViewerRequiredMixin, View):
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
-        manifest = selectors.policy_export_manifest(policy.manifest)
+        manifest = selectors.manifest_in_cluster_form(policy.manifest)
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         if not request.GET.get("inline"):
             response["Content-Disposition"] = f'attachment; filename="{_yaml_filename(policy.name)}"'
@@ -118,7 +118,7 @@ class PolicyExportAllView(ViewerRequiredMixin, View):
     def get(self, request: HttpRequest) -> HttpResponse:
         filters = PolicyFilterForm(request.GET or None, frameworks=selectors.policy_frameworks())
         criteria = filters.filters() if filters.is_bound else PolicyFilterForm.default_filters()
-        manifests = [selectors.policy_export_manifest(p.manifest) for p in selectors.policy_list(**criteria)]
+        manifests = [selectors.manifest_in_cluster_form(p.manifest) for p in selectors.policy_list(**criteria)]
         response = HttpResponse(dump_many(manifests), content_type="application/yaml; charset=utf-8")
         stamp = timezone.now().strftime("%Y%m%d-%H%M")
         response["Content-Disposition"] = f'attachment; filename="clustertrainingruntimes-{stamp}.yaml"'

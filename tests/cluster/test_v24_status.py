@@ -149,3 +149,22 @@ def test_the_editor_checks_follow_the_last_cluster_check(gateway, alice, client)
 
     codes = [p["code"] for p in client.get(edit).context["problems"]]
     assert "scheduling.disruption_mode.cluster_form" in codes
+
+
+def test_the_guided_form_writes_the_clusters_disruption_mode_form(gateway, alice, client):
+    from django.urls import reverse
+
+    from tests.ui.test_views_editor import shown_data
+
+    manifest = with_scheduling("torch", ZONE_GANG)
+    services.policy_create(manifest=manifest, author=alice)
+    _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
+    status.cluster_status(gateway=gateway, include_permissions=False)
+    client.force_login(alice)
+
+    data = shown_data(manifest, l1_disruption_mode="all")
+    response = client.post(reverse("runtimes:render-yaml"), data, headers={"HX-Request": "true"})
+
+    written = yaml.safe_load(response.context["yaml_text"])["spec"]["scheduling"]
+    assert written["disruptionMode"] == "PodGroup"
+    assert "scheduling.disruption_mode.cluster_form" not in [p["code"] for p in response.context["problems"]]

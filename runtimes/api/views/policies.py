@@ -360,7 +360,7 @@ class PolicyExportApi(PolicyApiView):
                     fields=[field("revision", "must be a positive integer")],
                 )
             manifest = selectors.revision_get(policy=policy, number=int(raw_revision)).manifest
-        manifest = selectors.policy_export_manifest(manifest)
+        manifest = selectors.manifest_in_cluster_form(manifest)
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{policy.name}.yaml"'
         response["ETag"] = f'"{policy.version}"'
