@@ -188,7 +188,8 @@ def _problem_fields(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class NotApplicable(SyncRefused):
-    """The policy cannot be applied as stored: it keeps errors from an import or adoption (decision D18).
+    """The policy cannot be applied as stored: it has errors, kept from an import or adoption (decision D18) or found
+    against the last cluster check (e.g. the CRD's disruptionMode form, D9).
 
     `problems` are the errors, each `{path, message, severity, code}`; they are also the API's `fields`.
     """
@@ -201,8 +202,9 @@ class NotApplicable(SyncRefused):
         self.problems = problems
         first = problems[0]
         super().__init__(
-            f"'{name}' keeps {len(problems)} error(s) from its import or adoption that a Trainer v2.4 cluster rejects "
-            f"(first: {first['path']}: {first['message']}); fix them in the editor and save, then apply.",
+            f"'{name}' has {len(problems)} error(s) this cluster would reject (kept from an import or adoption, or "
+            f"found by the last cluster check; first: {first['path']}: {first['message']}); fix them in the editor "
+            "and save, then apply.",
             fields=_problem_fields(problems),
         )
 
