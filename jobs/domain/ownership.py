@@ -166,11 +166,6 @@ def _same(old: dict | PodRecord, new: dict | PodRecord) -> bool:
     return True
 
 
-def _view(stored: dict | PodRecord | None) -> dict | None:
-    """Return a stored object as a dict (inflating pod records)."""
-    return stored.as_object() if isinstance(stored, PodRecord) else stored
-
-
 def event_involved(event: dict) -> dict:
     """Return an Event's involved object {kind, name, namespace, uid} (core/v1 ``involvedObject`` or
     events.k8s.io ``regarding``)."""
@@ -279,9 +274,12 @@ class OwnershipIndex:
 
     def owners(self, kind: str, uid: str, _depth: int = 0) -> set[str]:
         """Return the UIDs of the TrainJobs the object ``kind``/``uid`` currently belongs to."""
-        obj = _view(self.objects[kind].get(uid))
         if kind == TRAINJOB:
             return {uid}
+        stored = self.objects[kind].get(uid)
+        if isinstance(stored, PodRecord):
+            return self._pod_owners(uid, stored, _depth)
+        obj = stored
         if obj is None or _depth > 4:
             return set()
         result = set(self._owners_of(uid, obj))
@@ -299,13 +297,6 @@ class OwnershipIndex:
             workload_uid = self._by_name(WORKLOAD, namespace, workload_name) if workload_name else None
             if workload_uid:
                 result |= self.owners(WORKLOAD, workload_uid, _depth + 1)
-        elif kind == POD:
-            group = sig.pod_group_name_of(obj)
-            group_uid = self._by_name(PODGROUP, namespace, group) if group else None
-            if group_uid:
-                result |= self.owners(PODGROUP, group_uid, _depth + 1)
-            for jobset_uid in self._pod_jobsets(obj):
-                result |= self.owners(JOBSET, jobset_uid, _depth + 1)
         elif kind == KUEUE_WORKLOAD:
             job_uid = sig.labels_of(obj).get(sig.KUEUE_JOB_UID_LABEL)
             if job_uid:
@@ -426,14 +417,22 @@ class OwnershipIndex:
         kinds = self._kind_of_uid
         return [(kinds[uid], uid) for uid in uids if uid in kinds]
 
-    def _pod_jobsets(self, pod: dict) -> set[str]:
-        result = {ref.uid for ref in sig.owner_refs(pod) if ref.kind == sig.JOBSET_KIND
-                  and ref.uid in self.objects[JOBSET]}
-        label = sig.labels_of(pod).get(sig.JOBSET_NAME_LABEL)
-        if label:
-            jobset_uid = self._by_name(JOBSET, sig.namespace_of(pod), label)
+    def _pod_owners(self, uid: str, pod: PodRecord, depth: int) -> set[str]:
+        """Pods (the most frequent events) are resolved from their record, without inflating it."""
+        result = set(self._owners_of(uid, None))
+        if depth > 4:
+            return result
+        group = pod.group or sig.as_str((pod.workload_ref or {}).get("podGroup"))
+        group_uid = self._by_name(PODGROUP, pod.namespace, group) if group else None
+        if group_uid:
+            result |= self.owners(PODGROUP, group_uid, depth + 1)
+        jobsets = {owner[3] for owner in pod.owners if owner[1] == sig.JOBSET_KIND and owner[3] in self.objects[JOBSET]}
+        if pod.jobset:
+            jobset_uid = self._by_name(JOBSET, pod.namespace, pod.jobset)
             if jobset_uid:
-                result.add(jobset_uid)
+                jobsets.add(jobset_uid)
+        for jobset_uid in jobsets:
+            result |= self.owners(JOBSET, jobset_uid, depth + 1)
         return result
 
     def _by_name(self, kind: str, namespace: str, name: str) -> str | None:
@@ -448,9 +447,17 @@ class OwnershipIndex:
         return max(uids, key=lambda u: (not sig.metadata(objects[u]).get("deletionTimestamp"),
                                         sig.as_str(sig.metadata(objects[u]).get("creationTimestamp")), u))
 
-    def _link_keys(self, kind: str, obj: dict) -> list[tuple[dict, object]]:
+    def _link_keys(self, kind: str, obj: dict | PodRecord) -> list[tuple[dict, object]]:
         """Return the (reverse table, key) pairs object ``obj`` of ``kind`` is filed under (recomputed on removal,
         so no per-object bookkeeping is kept)."""
+        if isinstance(obj, PodRecord):
+            keys: list[tuple[dict, object]] = [(self._owned, owner[3]) for owner in obj.owners]
+            group = obj.group or sig.as_str((obj.workload_ref or {}).get("podGroup"))
+            if group:
+                keys.append((self._pods_by_pod_group, (obj.namespace, group)))
+            if obj.jobset:
+                keys.append((self._pods_by_jobset, (obj.namespace, obj.jobset)))
+            return keys
         namespace, name = sig.namespace_of(obj), sig.name_of(obj)
         keys: list[tuple[dict, object]] = []
         if kind in self._named and name:
@@ -480,7 +487,11 @@ class OwnershipIndex:
     def _add(self, kind: str, uid: str, stored: dict | PodRecord) -> None:
         self.objects[kind][uid] = stored
         self._kind_of_uid[uid] = kind
-        obj = _view(stored)
+        if isinstance(stored, PodRecord):  # pod records carry their owners themselves
+            for table, key in self._link_keys(kind, stored):
+                table[key].add(uid)
+            return
+        obj = stored
         if kind == EVENT:
             self._add_event(uid, obj)
             return
@@ -510,7 +521,7 @@ class OwnershipIndex:
             return
         self._kind_of_uid.pop(uid, None)
         self._trainjob_owners.pop(uid, None)
-        obj = _view(stored)
+        obj = stored
         if kind == EVENT:
             target = sig.as_str(event_involved(obj).get("uid"))
             bucket = self._events_by_object.get(target)
