@@ -66,7 +66,8 @@ class TrainJob(models.Model):
             models.Index(fields=["queue_name"], name="jobs_tj_queue"),
             models.Index(fields=["-submitted_at", "-id"], name="jobs_tj_order"),
             models.Index(fields=["namespace", "-submitted_at", "-id"], name="jobs_tj_ns_order"),
-            models.Index(fields=["gone_at"], name="jobs_tj_gone"),
+            # Live rows newest first: the list filters gone_at IS NULL and orders by submission (one index range scan).
+            models.Index(fields=["gone_at", "-submitted_at", "-id"], name="jobs_tj_live_order"),
         ]
 
     def __str__(self) -> str:

@@ -20,3 +20,5 @@ class RuntimesConfig(AppConfig):
                                                        # ?job= is the first release's name of ?batch=.
                                                        "batch_id": request.GET.get("batch")
                                                        or request.GET.get("job", "")}))
+        register_page_panel(PagePanel("runtimes-topology-gate", "aside", "runtimes/_cluster_topology_gate.html",
+                                      lambda request: {"policies": selectors.policies_with_ignored_topology()}))

@@ -75,6 +75,11 @@ class RuntimePolicy(models.Model):
     last_sync_error = models.TextField(blank=True)
     sync_error_fields = models.JSONField(default=list, blank=True)
     drift_diff = models.TextField(blank=True)
+    sync_startup_deadlock_confirmed = models.BooleanField(
+        default=False,
+        help_text="The last apply request confirmed that a gang of this policy never reaches minCount (a dependsOn "
+        "pair inside one gang).",
+    )
 
     class Meta:
         ordering = ["name"]

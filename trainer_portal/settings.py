@@ -203,6 +203,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 REST_FRAMEWORK = {
+    # Token first: DRF answers a request without valid credentials with the first class's challenge, so that is
+    # 401 with "WWW-Authenticate: Token" (session authentication has no challenge and would make it a 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # The token scheme first: DRF answers 401 with its WWW-Authenticate when the first class has one.
         "trainer_portal.tokens.authentication.ApiTokenAuthentication",
@@ -341,7 +343,11 @@ PERMISSIONS_POLICY = (
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"forbidden_without_traceback": {"()": "trainer_portal.log_filters.ForbiddenWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.request": {"filters": ["forbidden_without_traceback"]},
+    },
 }

@@ -18,7 +18,7 @@ import copy
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from . import constants as c
@@ -521,9 +521,11 @@ def _apply_entry(raw: dict, wanted: Level2Entry) -> None:
     have = _read_entry(raw)
     if list(wanted.targets) != have.targets:
         _put(raw, "targetReplicatedJobs", list(wanted.targets), GROUP_ORDER)
-    if wanted.group != have.group or (fresh and wanted.job is None):
+    # Unticking level 3 turns the entry back into a level-2 group, written out in full like a new one.
+    level3_off = wanted.job is None and have.job is not None and "schedulingPolicy" not in raw
+    if wanted.group != have.group or (fresh and wanted.job is None) or level3_off:
         # An entry with a level-3 job keeps no level-2 fields unless the form sets non-default ones (composite).
-        write_fresh = fresh and (wanted.job is None or wanted.group != GroupFields())
+        write_fresh = (fresh and (wanted.job is None or wanted.group != GroupFields())) or level3_off
         if write_fresh or not fresh:
             _apply_group(raw, wanted.group, fresh=write_fresh)
     if wanted.job is None:
@@ -534,6 +536,21 @@ def _apply_entry(raw: dict, wanted: Level2Entry) -> None:
         job = job if isinstance(job, dict) else {}
         _apply_group(job, wanted.job, fresh=fresh_job)
         _put(raw, "job", job, GROUP_ORDER)
+    if wanted.job is not None and wanted.group == GroupFields() and (have.job is None or wanted.group != have.group):
+        _drop_default_group(raw)
+
+
+def _drop_default_group(raw: dict) -> None:
+    """Remove level-2 group fields that only restate the defaults from an entry that now has a level-3 job.
+
+    An entry written as a level-2 gang carries `schedulingPolicy: {gang: {}}`; once the form turns on level 3 the
+    group lives under `job`, and an entry-level field next to `job` is only valid with composite groups.
+    """
+    if raw.get("schedulingPolicy") == {"gang": {}}:
+        raw.pop("schedulingPolicy")
+    for key in ("schedulingConstraints", "disruptionMode"):
+        if raw.get(key) in ({}, None):
+            raw.pop(key, None)
 
 
 SCHEDULING_FIELDS = (
@@ -601,17 +618,55 @@ def _entry_key(entry: Level2Entry) -> tuple:
     return (list(entry.targets), entry.group, entry.job)
 
 
+def _untargeted(fields: PolicyFields) -> list[str]:
+    """Return the ReplicatedJobs of `fields` no level-2 entry targets (none unless level-2 entries are in use)."""
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return []
+    targeted = {t for entry in fields.level2 for t in entry.targets}
+    return [r.name for r in fields.replicated_jobs if r.name and r.name not in targeted]
+
+
+def _keep_targeted(fields: PolicyFields, current: PolicyFields) -> PolicyFields:
+    """Return `fields` with level-2 targets following ReplicatedJob renames, and a basic entry for every
+    ReplicatedJob the edit would leave untargeted (added, renamed or dropped from its entry).
+
+    Trainer v2.4 rejects an untargeted ReplicatedJob (decision D3); one that was already untargeted in `current`
+    is left alone, so the form's error and its one-click fix show it instead of a silent change.
+    """
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return fields
+    names = {r.name for r in fields.replicated_jobs}
+    renames = {
+        r.original_name: r.name
+        for r in fields.replicated_jobs
+        if r.original_name and r.original_name != r.name and r.original_name not in names
+    }
+    entries = [
+        replace(entry, targets=[renames.get(t, t) for t in entry.targets]) if renames else entry
+        for entry in fields.level2
+    ]
+    fields = replace(fields, level2=entries)
+    missing = [name for name in _untargeted(fields) if name not in set(_untargeted(current))]
+    step = c.MAX_TARGETS_PER_ENTRY
+    for start in range(0, len(missing), step):
+        entries.append(Level2Entry(targets=missing[start : start + step], group=GroupFields(policy="basic")))
+    return fields
+
+
 def apply_fields(manifest: dict | None, fields: PolicyFields) -> dict:
     """Return a NEW manifest: `manifest` (or an empty ClusterTrainingRuntime when None) with the form applied.
 
     Only form-owned fields whose value differs from what `manifest` says are written; every other field is
     preserved untouched with its key order; cleared optional values are removed, not written as null/empty.
+    Level-2 targets follow ReplicatedJob renames, and a ReplicatedJob the edit would leave untargeted gets a
+    basic entry (`_keep_targeted`).
     """
     if isinstance(manifest, dict):
         result = copy.deepcopy(manifest)
     else:
         result = {"apiVersion": c.API_VERSION, "kind": c.KIND, "metadata": {}, "spec": {}}
     current = fields_from_manifest(result)
+    fields = _keep_targeted(fields, current)
     _apply_metadata(result, fields, current)
     _apply_ml_policy(result, fields, current)
     _apply_replicated_jobs(result, fields, current)

@@ -25,13 +25,16 @@ from runtimes.domain.manifest import ManifestError, dump_many, load_runtime
 from runtimes.domain.placement_adapter import job_requests, requests_from_expansion
 from runtimes.domain.policy import ValidationOptions, validate_runtime
 from runtimes.domain.preview import (
+    API_V1ALPHA2,
     CAVEAT,
     FRAGMENTATIONS,
     SOURCE_LIVE,
+    UNSUPPORTED_API_WARNING,
     HeatBase,
     PreviewInputError,
     PreviewRequest,
     SyntheticTopology,
+    counted,
     fragmentation_items,
     heat_base,
     heatmap,
@@ -39,6 +42,7 @@ from runtimes.domain.preview import (
     quality_items,
     short_placement,
     span,
+    startup_verdict,
     strip_name,
     verdict,
 )
@@ -130,9 +134,10 @@ def _synthetic_source(topology: SyntheticTopology, block_key: str, need: int, po
         **({"need": max(need, 1), "pod_gpus": max(pod_gpus, 1)} if topology.fragmentation == "F5" else {}),
     )
     description = (
-        f"synthetic: {topology.zones} zone{'s' * (topology.zones != 1)} × {topology.blocks_per_zone} blocks × "
-        f"{topology.racks_per_block} racks × {topology.nodes_per_rack} nodes × {topology.gpus_per_node} GPUs "
-        f"= {topology.node_count:,} nodes, {FRAGMENTATIONS[topology.fragmentation]}, seed {topology.seed}"
+        f"synthetic: {counted(topology.zones, 'zone')} × {counted(topology.blocks_per_zone, 'block')} × "
+        f"{counted(topology.racks_per_block, 'rack')} × {counted(topology.nodes_per_rack, 'node')} × "
+        f"{counted(topology.gpus_per_node, 'GPU')} = {counted(topology.node_count, 'node')}, "
+        f"{FRAGMENTATIONS[topology.fragmentation]}, seed {topology.seed}"
     )
     return _Source(snapshot, heat_base(snapshot.to_summary()), description, None)
 
@@ -159,8 +164,8 @@ def _live_source() -> _Source:
         _live_heat.clear()  # only the current snapshot matters
         _live_heat[stamp] = heat
     server = f" {live.server}" if getattr(live, "server", "") else ""
-    description = (f"live cluster{server}: {snapshot.node_count:,} nodes, snapshot {live.age_seconds:,.0f} s old "
-                   f"({live.source})")
+    description = (f"live cluster{server}: {counted(snapshot.node_count, 'node')}, "
+                   f"snapshot {live.age_seconds:,.0f} s old ({live.source})")
     return _Source(snapshot, heat, description, round(live.age_seconds, 1))
 
 
@@ -391,8 +396,9 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
             "domain": placed["domain"],
             "span": placed["span"],
         }})
+    used = request.source if snapshot is None else "snapshot"
     topology = {
-        "source": request.source,
+        "source": used,
         "description": source.description,
         "nodes": source.summary["nodes"],
         "keys": source.summary["keys"],
@@ -406,14 +412,25 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "expansion": {key: value for key, value in expansion_dict.items() if key != "podGroups"},
         "manifests": manifests,
         "yaml": yaml_text,
-        "verdict": verdict(placement),
+        "verdict": startup_verdict(verdict(placement), _startup_deadlocks(manifest, request)),
         "span": span(placement, expansion.composite),
         "fragmentation": fragmentation_items(placement),
         "quality": locality,
         "locality": quality_items(locality),
         "placement": placement,
         "heatmap": heatmap(source.heat, placement, expansion.composite),
+        "topologySource": used,
         "topology": topology,
         "caveat": CAVEAT,
-        "warnings": [*warnings, *expansion.warnings],
+        "warnings": [
+            *([UNSUPPORTED_API_WARNING] if request.api_version == API_V1ALPHA2 else []),
+            *warnings,
+            *expansion.warnings,
+        ],
     }
+
+
+def _startup_deadlocks(manifest: dict, request: PreviewRequest) -> list[str]:
+    """Return the validator's startup-order deadlock messages for `manifest` (decision D8)."""
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    return [f"{p.path}: {p.message}" for p in report.startup_deadlocks]

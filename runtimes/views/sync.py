@@ -13,9 +13,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 
+from runtimes import selectors
 from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.errors import PolicyError, SyncBatchNotFound
-from runtimes.services import sync, sync_batches
+from runtimes.services import reapply, sync, sync_batches
 from runtimes.views.policies import policy_or_404
 from trainer_portal.kube.errors import KubeError
 from trainer_portal.permissions import PlatformAdminForWritesMixin, PlatformAdminRequiredMixin, ViewerRequiredMixin
@@ -24,12 +25,29 @@ TRUE_VALUES = ("1", "true", "on")
 
 
 class BulkSyncView(PlatformAdminRequiredMixin, View):
-    """POST: queue every policy (or the ``names`` posted) and show the batch's progress page."""
+    """GET: confirm which policies "Apply all" applies; POST: queue them (the ``names`` posted, else every policy).
+
+    The confirmation lists every policy with what applying it changes, calls out drafts and deadlock warnings,
+    and posts the ticked names with ``confirmed=1`` (then an empty choice is refused rather than read as "all").
+    """
+
+    def get(self, request):
+        plan = selectors.policies_bulk_apply_plan()
+        context = {
+            "plan": plan,
+            "drafts": sum(1 for item in plan if item["draft"]),
+            "deadlocks": sum(1 for item in plan if item["deadlocks"]),
+        }
+        return render(request, "cluster/bulk_confirm.html", context)
 
     def post(self, request):
         names = request.POST.getlist("names") or None
+        if names is None and request.POST.get("confirmed") in TRUE_VALUES:
+            messages.error(request, "No policy was ticked: choose at least one policy to apply.")
+            return redirect("runtimes:bulk-sync")
+        confirm = request.POST.get("confirm_startup_deadlock") in TRUE_VALUES
         try:
-            batch = sync.policies_sync_request(names=names, actor=request.user)
+            batch = sync.policies_sync_request(names=names, actor=request.user, confirm_startup_deadlock=confirm)
         except PolicyError as exc:
             messages.error(request, exc.message)
             return redirect("cluster:page")
@@ -64,7 +82,8 @@ class SyncPanelView(ViewerRequiredMixin, View):
     """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
 
     def get(self, request, name: str):
-        return render(request, "runtimes/_sync_panel.html", {"policy": policy_or_404(name)})
+        context = {"policy": policy_or_404(name), "on_impact_page": request.GET.get("on") == "impact"}
+        return render(request, "runtimes/_sync_panel.html", context)
 
 
 class SyncImpactView(ViewerRequiredMixin, View):
@@ -78,7 +97,13 @@ class SyncImpactView(ViewerRequiredMixin, View):
         except PolicyError as exc:
             num_nodes, error = None, exc.message
         impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
-        context = {"policy": policy, "impact": impact, "error": error, "max_num_nodes": MAX_NUM_NODES}
+        context = {
+            "policy": policy,
+            "impact": impact,
+            "error": error,
+            "max_num_nodes": MAX_NUM_NODES,
+            "startup_deadlocks": sync.startup_deadlocks(policy),
+        }
         return render(request, "cluster/impact.html", context)
 
 
@@ -88,15 +113,17 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
     def post(self, request, name: str):
         policy = policy_or_404(name)
         force = request.POST.get("force") in TRUE_VALUES
+        confirm = request.POST.get("confirm_startup_deadlock") in TRUE_VALUES
         try:
-            revision = sync.policy_sync_request(policy=policy, force=force)
+            revision = sync.policy_sync_request(policy=policy, force=force, confirm_startup_deadlock=confirm)
         except PolicyError as exc:
             messages.error(request, exc.message)
         else:
             messages.success(request, f"Revision {revision} of {policy.name} is queued for the cluster.")
         if request.htmx:
             policy.refresh_from_db()
-            return render(request, "runtimes/_sync_panel.html", {"policy": policy})
+            context = {"policy": policy, "on_impact_page": request.POST.get("on") == "impact"}
+            return render(request, "runtimes/_sync_panel.html", context)
         return redirect(request.POST.get("next") or reverse("runtimes:drift", args=[policy.name]))
 
 
@@ -126,6 +153,18 @@ class DriftView(PlatformAdminForWritesMixin, View):
         except (PolicyError, KubeError) as exc:
             messages.error(request, exc.message)
         return redirect("runtimes:drift", name=policy.name)
+
+
+class DriftReapplyView(PlatformAdminRequiredMixin, View):
+    """GET: confirm "Re-apply ours (force)": the diff it imposes and the field managers it overrides (dry run).
+
+    The confirmation posts ``action=reapply`` to the drift page, which does it.
+    """
+
+    def get(self, request, name: str):
+        policy = policy_or_404(name)
+        preview = reapply.policy_force_reapply_preview(policy=policy)
+        return render(request, "cluster/reapply_confirm.html", {"policy": policy, "preview": preview})
 
 
 class ClusterDeleteView(PlatformAdminRequiredMixin, View):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtimes.domain.constants import MAX_TARGETS_PER_ENTRY
 from runtimes.domain.diff import Change, structural_diff
 from runtimes.domain.editing import (
     GroupFields,
@@ -185,9 +186,10 @@ def test_apply_fields_does_not_modify_its_input():
 
 def test_reordering_replicated_jobs_keeps_each_job_intact():
     original, edited = edit("qwen", lambda f: f.replicated_jobs.reverse())
-    assert structural_diff(original, edited) == []  # list-map order is not a change
-    names = [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]]
-    assert names == ["node", "model-initializer", "dataset-initializer"]
+    # The order is the only change (JobSet starts ReplicatedJobs in list order); every item is as it was.
+    names = ["node", "model-initializer", "dataset-initializer"]
+    assert structural_diff(original, edited) == [Change(RJ, "changed", names[::-1], names)]
+    assert [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]] == names
 
 
 def test_renaming_a_replicated_job_follows_success_policy_and_keeps_its_template():
@@ -430,9 +432,23 @@ _CHANGES = {
 }
 
 
-def _expected(fields: PolicyFields) -> PolicyFields:
-    """What reading the edited manifest back must give: fields of an unselected ML policy or mode are dropped."""
+def _untargeted_names(fields: PolicyFields) -> list[str]:
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return []
+    targeted = {t for entry in fields.level2 for t in entry.targets}
+    return [r.name for r in fields.replicated_jobs if r.name and r.name not in targeted]
+
+
+def _expected(fields: PolicyFields, before: PolicyFields) -> PolicyFields:
+    """What reading the edited manifest back must give: fields of an unselected ML policy or mode are dropped, and
+    a ReplicatedJob the edit left untargeted at level 2 gets a basic entry (Trainer v2.4 rejects untargeted ones;
+    one already untargeted `before` the edit is left for the form's error and its one-click fix)."""
     f = copy.deepcopy(fields)
+    already = set(_untargeted_names(before))
+    missing = [name for name in _untargeted_names(f) if name not in already]
+    for start in range(0, len(missing), MAX_TARGETS_PER_ENTRY):
+        f.level2.append(Level2Entry(targets=missing[start : start + MAX_TARGETS_PER_ENTRY],
+                                    group=GroupFields(policy="basic")))
     if f.ml_policy != "mpi":
         f.mpi_num_proc_per_node, f.mpi_implementation, f.mpi_ssh_auth_mount_path = None, "", ""
         f.mpi_run_launcher_as_node = None
@@ -462,7 +478,7 @@ def test_the_manifest_says_what_the_form_asked_for(base, data):
     assert original == upstream(base)
     assert load_runtime(dump_yaml(edited)) == edited
     back = fields_from_manifest(edited)
-    want = _expected(fields)
+    want = _expected(fields, fields_from_manifest(original))
     for read, asked in zip(back.replicated_jobs, want.replicated_jobs, strict=False):
         if not asked.container_name:  # an empty container name keeps the existing one
             read.container_name = ""
@@ -483,3 +499,54 @@ def test_a_new_trainer_job_gets_the_container_the_webhook_requires():
         },
     }
     assert validate_runtime(edited).problems == ()
+
+
+def _level2_gang_on_node() -> dict:
+    manifest = new_runtime("gang-node")
+    fields = fields_from_manifest(manifest)
+    fields.scheduling_mode = "level2"
+    fields.level2 = [Level2Entry(targets=["node"])]
+    return apply_fields(manifest, fields)
+
+
+def test_turning_on_level3_moves_the_group_under_job_and_leaves_no_level2_default_beside_it():
+    manifest = _level2_gang_on_node()
+    assert manifest["spec"]["scheduling"]["replicatedJobs"] == [
+        {"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}
+    ]
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields(topology_key="topology.kubernetes.io/rack")
+
+    result = apply_fields(manifest, fields)
+
+    assert result["spec"]["scheduling"]["replicatedJobs"] == [
+        {
+            "targetReplicatedJobs": ["node"],
+            "job": {
+                "schedulingPolicy": {"gang": {}},
+                "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+            },
+        }
+    ]
+    assert not validate_runtime(result).errors
+
+
+def test_turning_off_level3_writes_the_level2_group_in_full():
+    manifest = _level2_gang_on_node()
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields()
+    with_job = apply_fields(manifest, fields)
+    fields = fields_from_manifest(with_job)
+    fields.level2[0].job = None
+
+    result = apply_fields(with_job, fields)
+
+    assert result == manifest
+
+
+def test_an_entry_with_explicit_level2_fields_and_a_job_is_left_alone_when_untouched():
+    manifest = _level2_gang_on_node()
+    entry = manifest["spec"]["scheduling"]["replicatedJobs"][0]
+    entry["job"] = {"schedulingPolicy": {"gang": {}}}
+
+    assert apply_fields(manifest, fields_from_manifest(manifest)) == manifest

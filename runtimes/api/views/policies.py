@@ -33,6 +33,7 @@ from runtimes.domain.policy import scheduling_summary
 from runtimes.errors import (
     PolicyNotFound,
     RevisionNotFound,
+    body_problems,
 )
 from runtimes.services import policies as policy_services
 from trainer_portal.api.renderers import SafeJSONRenderer
@@ -341,7 +342,8 @@ class PolicyExportApi(PolicyApiView):
     @extend_schema(
         operation_id="runtimes_export",
         summary="Export a policy as YAML",
-        description="A YAML attachment without server-populated fields, ready for `kubectl apply --server-side`.",
+        description="A YAML attachment without server-populated fields, ready for `kubectl apply --server-side`; "
+        "disruptionMode is written in the form the cluster's CRD embeds, as the last cluster check found.",
         parameters=[OpenApiParameter("revision", int, description="Export this revision instead of the current.")],
         responses={**YAML_BODY, **ERRORS, **NOT_FOUND},
         tags=["runtimes"],
@@ -359,6 +361,7 @@ class PolicyExportApi(PolicyApiView):
                     fields=[field("revision", "must be a positive integer")],
                 )
             manifest = selectors.revision_get(policy=policy, number=int(raw_revision)).manifest
+        manifest = selectors.manifest_in_cluster_form(manifest)
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{policy.name}.yaml"'
         response["ETag"] = f'"{policy.version}"'
@@ -438,6 +441,9 @@ class PolicyValidateApi(PolicyApiView):
     )
     def post(self, request):
         data = request.data
+        # Problem paths name the place in the request body (as on create): under "manifest." when it carried the
+        # manifest there; manifestPath is the path inside the manifest either way.
+        wrapped = isinstance(data, dict) and isinstance(data.get("manifest"), dict) and not is_yaml(request)
         if isinstance(data, dict) and "manifest" not in data and "text" not in data and ("kind" in data):
             data = {"manifest": data}
         if is_yaml(request):
@@ -449,14 +455,15 @@ class PolicyValidateApi(PolicyApiView):
                 manifest = load_runtime(body["text"])
             except ManifestError as exc:
                 problem = policy_services.parse_problem(exc)
-                return Response({"ok": False, "errors": [problem], "warnings": [], "scheduling": None})
+                return Response({"ok": False, "errors": body_problems([problem], wrapped=False), "warnings": [],
+                                 "scheduling": None})
         report = policy_services.policy_validate(manifest=manifest)
         summary = scheduling_summary(manifest)
         return Response(
             {
                 "ok": report.ok,
-                "errors": [p.as_dict() for p in report.errors],
-                "warnings": [p.as_dict() for p in report.warnings],
+                "errors": body_problems([p.as_dict() for p in report.errors], wrapped=wrapped),
+                "warnings": body_problems([p.as_dict() for p in report.warnings], wrapped=wrapped),
                 "scheduling": {"mode": summary.mode, "summary": summary.text, "levels": list(summary.levels)},
             }
         )
