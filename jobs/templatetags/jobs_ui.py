@@ -116,7 +116,8 @@ def runtime_url(name: str) -> str:
 
 
 STATE_LABELS = dict(AdmissionState.choices)
-LEVEL_LABELS = dict(SchedulingLevel.choices)
+# A level not known yet (a suspended job's PodGroups do not exist) is shown as a dash, not as a finding.
+LEVEL_LABELS = {**dict(SchedulingLevel.choices), SchedulingLevel.UNKNOWN.value: "—"}
 
 
 @register.filter

@@ -232,3 +232,27 @@ def test_with_a_live_snapshot_the_heat_map_shows_the_cluster_with_the_jobs_racks
     assert re.search(r'<i class="h\d p" title="rb1: \d+/16 free, 2 pods of this job">', heat)
     assert re.search(r'<i class="h\d" title="ra0: \d+/16 free">', heat)
     assert "this job&#x27;s pods" in html or "this job's pods" in html
+
+
+def test_a_running_gang_with_a_preemption_request_is_not_explained_as_waiting(client, bob):
+    live_tracker()
+    _save_snapshot()
+    job = tracked_job("team-b", "b-sweep", state="running", admitted=timezone.now() - dt.timedelta(minutes=5))
+    TrainJob.objects.filter(pk=job.pk).update(
+        reason="Running", message="4 / 4 gang pods running; preemption requested (PodGroup pg: preempted by team-a)")
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-b/b-sweep/").content.decode()
+
+    assert "preemption requested" in html
+    assert "Why it waits" not in html and "Preempted" not in html
+
+
+def test_a_level_not_known_yet_is_a_dash(client, bob):
+    live_tracker()
+    tracked_job("team-a", "paused", state="suspended", level="unknown", pod_groups=[])
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/paused/").content.decode()
+
+    assert "level —" in html and "level Unknown" not in html
