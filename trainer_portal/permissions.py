@@ -21,10 +21,14 @@ class IsPlatformAdminOrReadOnly(BasePermission):
     """Allow reads to viewers and writes to platform admins only."""
 
     message = "Only platform admins may change policies; your role is read-only."
+    read_message = "Your role may not see policies: reading them needs the viewer or platform-admin role."
 
     def has_permission(self, request, view) -> bool:
         if request.method in SAFE_METHODS:
-            return is_viewer(request.user)
+            allowed = is_viewer(request.user)
+            if not allowed:
+                self.message = self.read_message  # a read refused is not about changing anything
+            return allowed
         return is_platform_admin(request.user)
 
 

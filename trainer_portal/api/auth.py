@@ -9,7 +9,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
 
 from trainer_portal.accounts import api_token_for
-from trainer_portal.roles import is_viewer
+from trainer_portal.roles import can_see_trainjobs
 
 _TOKEN = inline_serializer(
     name="ApiToken",
@@ -60,6 +60,6 @@ class ObtainTokenApi(ObtainAuthToken):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = serializer.validated_data["user"]
-        if not is_viewer(user):
-            raise exceptions.PermissionDenied("This account has no portal role; ask an admin for viewer access.")
+        if not can_see_trainjobs(user):  # any portal role, the data scientist's included
+            raise exceptions.PermissionDenied("This account has no portal role; ask an admin for a role.")
         return Response({"token": api_token_for(user=user), "username": user.get_username()})
