@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.mixins import AccessMixin
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from trainer_portal.roles import is_platform_admin, is_viewer
+from trainer_portal.roles import can_see_trainjobs, is_platform_admin, is_viewer
 
 
 class IsViewer(BasePermission):
@@ -15,6 +15,16 @@ class IsViewer(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return is_viewer(request.user)
+
+
+class IsPortalUser(BasePermission):
+    """Allow any user holding a portal role, the data scientist's included (what the API docs need: every role
+    that may get a token may read how to use it)."""
+
+    message = "You need a portal role to use this endpoint."
+
+    def has_permission(self, request, view) -> bool:
+        return can_see_trainjobs(request.user)
 
 
 class IsPlatformAdminOrReadOnly(BasePermission):
