@@ -256,3 +256,28 @@ def test_a_level_not_known_yet_is_a_dash(client, bob):
     html = client.get("/jobs/team-a/paused/").content.decode()
 
     assert "level —" in html and "level Unknown" not in html
+
+
+def test_identical_events_are_one_row_with_a_count_the_objects_and_a_relative_time(client, bob):
+    live_tracker()
+    now = timezone.now().replace(microsecond=0)
+    message = "0/64 nodes are available: 64 Insufficient nvidia.com/gpu"
+    events = [{"type": "Warning", "reason": "FailedScheduling", "message": message, "count": 1,
+               "lastTimestamp": (now - dt.timedelta(seconds=10 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "involvedObject": {"kind": "Pod", "name": f"sweep-node-0-{i}"}} for i in range(20)]
+    events.append({"type": "Normal", "reason": "Created", "message": "created PodGroup", "count": 1,
+                   "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   "involvedObject": {"kind": "PodGroup", "name": "sweep-pg"}})
+    tracked_job("team-a", "sweep", state="unschedulable", events=events)
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/sweep/").content.decode()
+
+    card = re.search(r'aria-labelledby="events-h".*?</section>', html, re.S).group(0)
+    rows = re.findall(r"<tr><td>.*?</tr>", card, re.S)
+    assert len(rows) == 2
+    failed = next(row for row in rows if "FailedScheduling" in row)
+    assert "×20 over 3m 10s" in failed
+    assert "Pod sweep-node-0-0, Pod sweep-node-0-1" in failed and "and 15 more" in failed
+    assert re.search(r'<time datetime="[^"]+" title="[^"]+">\d+s ago</time>', failed)
+    assert failed.count(message) == 1
