@@ -281,3 +281,39 @@ def test_identical_events_are_one_row_with_a_count_the_objects_and_a_relative_ti
     assert "Pod sweep-node-0-0, Pod sweep-node-0-1" in failed and "and 15 more" in failed
     assert re.search(r'<time datetime="[^"]+" title="[^"]+">\d+s ago</time>', failed)
     assert failed.count(message) == 1
+
+
+def test_a_job_sized_by_its_runtime_is_explained_with_the_gpus_its_pods_ask_for(client, bob):
+    """The TrainJob names no resourcesPerNode: the tracker reads the size from its pods, and "why it waits" does the
+    capacity math with it (best zone, its free nodes, what would fit, who holds the capacity)."""
+    from jobs import services
+    from jobs.domain.ownership import POD, PODGROUP, TRAINJOB, WORKLOAD, OwnershipIndex
+    from jobs.domain.records import job_record
+    from tests.jobs import objects as o
+
+    live_tracker()
+    _save_snapshot()
+    job = o.trainjob("waiting", "uid-runtime-sized", num_nodes=3)
+    del job["spec"]["trainer"]["resourcesPerNode"]
+    wl = o.workload(job)
+    group = o.pod_group(job, wl, topology_key="topology.kubernetes.io/zone",
+                        conditions=[o.condition("PodGroupInitiallyScheduled", False, "Unschedulable")])
+    pods = o.pods(job, 3, group=group)
+    for pod in pods:
+        pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+    index = OwnershipIndex()
+    for kind, obj in ((TRAINJOB, job), (WORKLOAD, wl), (PODGROUP, group), *((POD, pod) for pod in pods)):
+        index.upsert(kind, obj)
+    services.apply_records([job_record(index.tree("uid-runtime-sized"))])
+    tracked_job("team-b", "holder", state="running", num_nodes=1, creator="grace-hopper",
+                admitted=timezone.now() - dt.timedelta(hours=2),
+                pods=[{"name": "holder-0", "node": "a0", "phase": "Running", "podGroup": ""}])
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/waiting/").content.decode()
+
+    card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
+    assert "3 × 8 GPUs" in html
+    assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
+    assert re.search(r"<strong>zone zone-[ab]</strong> has 2 free", card)
+    assert "What would make it fit" in card and 'href="/jobs/team-b/holder/"' in card
