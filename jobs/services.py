@@ -39,7 +39,11 @@ UPDATED_FIELDS = ("namespace", "name", "runtime_kind", "runtime_name", "num_node
                   "events", "kueue", "resource_version", "digest", "gone_at", "change_seq", "updated_at")
 # What a batch reads of its existing rows: enough to decide, never the JSON columns.
 DECIDING_FIELDS = ("id", "uid", "digest", "resource_version", "state", "since", "submitted_at", "admitted_at",
-                   "finished_at", "gone_at", "change_seq", "updated_at")
+                   "finished_at", "gone_at", "change_seq", "updated_at", "level")
+# While a job is suspended or queued its PodGroups do not exist (v2.4 deletes them), so the level cannot be read
+# from them: the level they showed before stays, as the runtime built them that way.
+LEVEL_KEPT_IN = frozenset({states.SUSPENDED, states.QUEUED, states.QUOTA_RESERVED, states.WAITING_FOR_OBJECTS,
+                           states.PREEMPTED})
 
 
 @dataclass
@@ -91,8 +95,11 @@ def _enter_state(row: TrainJob, record: JobRecord, now: dt.datetime) -> None:
 
 
 def _copy(record: JobRecord, row: TrainJob, digest: str) -> None:
+    known_level = row.level if row.level and row.level != states.LEVEL_UNKNOWN else ""
     for name in JobRecord.COMPARED:
         setattr(row, name, getattr(record, name))
+    if record.level == states.LEVEL_UNKNOWN and record.state in LEVEL_KEPT_IN and known_level:
+        row.level = known_level
     row.digest = digest
     if record.submitted_at is not None:
         row.submitted_at = record.submitted_at

@@ -27,6 +27,7 @@ from trainer_portal import roles
 from . import selectors, services
 from .choices import AdmissionState
 from .domain import states
+from .domain.events import group_events
 from .errors import InvalidGrant, InvalidQuery, TrainJobNotFound
 from .forms import JobFilterForm, NamespaceGrantForm
 from .templatetags.jobs_ui import LIVE_PARAMS
@@ -224,7 +225,7 @@ def _detail_context(request: HttpRequest, namespace: str, name: str) -> dict:
     return {
         "job": job, "detail": detail, "tracking": tracking,
         "explanation": detail.explanation,
-        "tree": _pod_tree(job), "timeline": detail.timeline, "events": job.events or [],
+        "tree": _pod_tree(job), "timeline": detail.timeline, "events": group_events(job.events or []),
         "waiting": job.state in states.WAITING_STATES, "holds_capacity": job.state in states.ADMITTED_STATES,
         "placed_pods": placed, "heat": heat, "etag": _etag(token),
         "live_url": reverse("jobs:detail-live", args=[job.namespace, job.name]),

@@ -15,8 +15,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 pytestmark = pytest.mark.django_db
 
 # Public on purpose: logging in needs no login; the probe serves container health checks; the token endpoint
-# authenticates with the password in its body; Django's admin has its own staff login.
-PUBLIC = re.compile(r"^(login/|logout/|healthz|api/v1/auth/token/|admin/)")
+# authenticates with the password in its body; Django's admin has its own staff login; the favicon is a static file
+# (browsers ask for it on the login page too).
+PUBLIC = re.compile(r"^(login/|logout/|healthz|favicon\.ico|api/v1/auth/token/|admin/)")
 
 
 def _routes(resolver: URLResolver | None = None, prefix: str = "") -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.mixins import AccessMixin
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from trainer_portal.roles import is_platform_admin, is_viewer
+from trainer_portal.roles import can_see_trainjobs, is_platform_admin, is_viewer
 
 
 class IsViewer(BasePermission):
@@ -17,14 +17,28 @@ class IsViewer(BasePermission):
         return is_viewer(request.user)
 
 
+class IsPortalUser(BasePermission):
+    """Allow any user holding a portal role, the data scientist's included (what the API docs need: every role
+    that may get a token may read how to use it)."""
+
+    message = "You need a portal role to use this endpoint."
+
+    def has_permission(self, request, view) -> bool:
+        return can_see_trainjobs(request.user)
+
+
 class IsPlatformAdminOrReadOnly(BasePermission):
     """Allow reads to viewers and writes to platform admins only."""
 
     message = "Only platform admins may change policies; your role is read-only."
+    read_message = "Your role may not see policies: reading them needs the viewer or platform-admin role."
 
     def has_permission(self, request, view) -> bool:
         if request.method in SAFE_METHODS:
-            return is_viewer(request.user)
+            allowed = is_viewer(request.user)
+            if not allowed:
+                self.message = self.read_message  # a read refused is not about changing anything
+            return allowed
         return is_platform_admin(request.user)
 
 

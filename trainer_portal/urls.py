@@ -2,15 +2,34 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from . import views
 from .api_docs import RedocDocsView, SwaggerDocsView
+from .permissions import IsPortalUser
+
+# Every portal role may use the API, so every one may read its schema and docs.
+_DOCS = {"permission_classes": [IsPortalUser]}
+
+
+class _FaviconRedirect(RedirectView):
+    """Browsers ask for /favicon.ico whatever a page links: send them to the SVG icon (resolved per request, so a
+    hashed static name is read from the manifest only when it exists; temporary, as the hash changes)."""
+
+    permanent = False
+    http_method_names = ["get", "head"]
+
+    def get_redirect_url(self, *args, **kwargs) -> str:
+        return static("favicon.svg")
+
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", _FaviconRedirect.as_view(), name="favicon"),
     path("login/", views.ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -20,7 +39,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", RedocDocsView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("api/schema/", SpectacularAPIView.as_view(**_DOCS), name="api-schema"),
+    path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema", **_DOCS), name="api-docs"),
+    path("api/redoc/", RedocDocsView.as_view(url_name="api-schema", **_DOCS), name="api-redoc"),
 ]

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from rest_framework import serializers
 
 from jobs.choices import AdmissionState, SchedulingLevel
 from jobs.selectors import DEFAULT_LIMIT, DEFAULT_SORT, MAX_LIMIT, SORTS
+
+
+class ApiTimeField(serializers.DateTimeField):
+    """A time as the whole TrainJob API writes it: UTC, whole seconds, ``Z`` ("2026-12-01T12:04:35Z"), the way
+    Kubernetes writes its timestamps, so times from the cluster and from the tracker look alike."""
+
+    def to_representation(self, value):
+        """Return ``value`` in the API's one time format (None stays None)."""
+        if value is None:
+            return None
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class ListQuerySerializer(serializers.Serializer):
@@ -52,12 +65,12 @@ class TrackingSerializer(serializers.Serializer):
     """Whether the states shown are current ("tracking stale since 12:04 — cluster unreachable")."""
 
     stale = serializers.BooleanField()
-    since = serializers.DateTimeField(allow_null=True)
+    since = ApiTimeField(allow_null=True)
     why = serializers.CharField(allow_blank=True)
     message = serializers.CharField()
 
 
-_TIME = serializers.DateTimeField()
+_TIME = ApiTimeField()
 _POD_GROUP_KEYS = ("name", "policy", "minCount", "bound", "condition", "reason", "message")
 _POD_GROUP_OPTIONAL = ("members", "topologyKey")
 
@@ -77,11 +90,11 @@ class TrainJobSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=AdmissionState.choices)
     reason = serializers.CharField(help_text="Code of the one leading reason.")
     message = serializers.CharField(help_text="The reason, for humans.")
-    since = serializers.DateTimeField(help_text="When the job entered its current state.")
-    submittedAt = serializers.DateTimeField(source="submitted_at")
-    admittedAt = serializers.DateTimeField(source="admitted_at", allow_null=True)
-    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
-    goneAt = serializers.DateTimeField(source="gone_at", allow_null=True,
+    since = ApiTimeField(help_text="When the job entered its current state.")
+    submittedAt = ApiTimeField(source="submitted_at")
+    admittedAt = ApiTimeField(source="admitted_at", allow_null=True)
+    finishedAt = ApiTimeField(source="finished_at", allow_null=True)
+    goneAt = ApiTimeField(source="gone_at", allow_null=True,
                                        help_text="When the TrainJob was deleted from the cluster.")
     numNodes = serializers.IntegerField(source="num_nodes")
     gpusPerNode = serializers.IntegerField(source="gpus_per_node")
@@ -123,7 +136,7 @@ class TransitionSerializer(serializers.Serializer):
     toState = serializers.CharField(source="to_state")
     reason = serializers.CharField(allow_blank=True)
     message = serializers.CharField(allow_blank=True)
-    at = serializers.DateTimeField()
+    at = ApiTimeField()
 
 
 class WorkloadTemplateSerializer(serializers.Serializer):
@@ -175,7 +188,7 @@ class HolderSerializer(serializers.Serializer):
     nodes = serializers.IntegerField(help_text="Nodes of the best domain its pods occupy.")
     gpus = serializers.IntegerField(help_text="GPUs it holds in the best domain.")
     numNodes = serializers.IntegerField()
-    runningSince = serializers.DateTimeField(allow_null=True)
+    runningSince = ApiTimeField(allow_null=True)
     creator = serializers.CharField(allow_blank=True)
 
 
@@ -202,7 +215,7 @@ class TrainJobDetailSerializer(TrainJobSerializer):
     pods = PodSerializer(many=True)
     events = EventSerializer(many=True)
     timeline = TransitionSerializer(many=True)
-    timeToAdmissionSeconds = serializers.FloatField(allow_null=True)
+    timeToAdmissionSeconds = serializers.FloatField(source="time_to_admission_seconds", allow_null=True)
     explanation = ExplanationSerializer(allow_null=True)
     tracking = TrackingSerializer()
 

@@ -4,7 +4,9 @@ Like Kueue's ``workload.Status()``, the first rule that holds decides, so exactl
 
 1. ``unknown``    the TrainJob object itself is unreadable (no uid / name)
 2. ``failed``     TrainJob ``Failed=True``                       3. ``succeeded`` TrainJob ``Complete=True``
-4. ``preempted``  a PodGroup ``DisruptionTarget=True``, or Kueue ``Evicted``/``Preempted=True`` (not re-admitted)
+4. ``preempted``  a PodGroup ``DisruptionTarget=True`` whose members are no longer bound (evicted: the gang waits
+   again), or Kueue ``Evicted``/``Preempted=True`` (not re-admitted). ``DisruptionTarget=True`` while the members
+   are still bound is only a request: the job stays ``running``/``admitted`` with a "preemption requested" note
 5. suspended jobs (``spec.suspend`` or ``Suspended=True``; v2.4 deletes their Workload/PodGroups, older controllers
    keep them — both are fine): ``quota-reserved`` (Kueue ``QuotaReserved=True``, not admitted) > ``queued``
    (Kueue Workload waiting, or a queue label with no Kueue Workload yet) > ``waiting-for-objects`` (Kueue admitted,
@@ -216,13 +218,19 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
         return result(st.SUCCEEDED, complete.reason or "Completed", complete.message or "the TrainJob completed",
                       complete.last_transition)
 
-    # 4. preempted / disrupted
-    for group in pod_groups:
+    # 4. preempted / disrupted. DisruptionTarget=True is a request: while the gang's members are still bound the
+    # job is running (with a note); it is preempted once they are gone and the gang waits to be placed again.
+    preemption_note = ""
+    for group, group_status in zip(pod_groups, groups, strict=True):
         disruption = sig.conditions_of(group).get(sig.DISRUPTION_CONDITION)
-        if disruption is not None and disruption.true:
+        if disruption is None or not disruption.true:
+            continue
+        detail = f"PodGroup {sig.name_of(group)}" + (f": {disruption.message}" if disruption.message else "")
+        if group_status.verdict != "placed":
             return result(st.PREEMPTED, disruption.reason or "DisruptionTarget",
-                          f"PodGroup {sig.name_of(group)} is being disrupted"
-                          + (f": {disruption.message}" if disruption.message else ""), disruption.last_transition)
+                          f"{detail} — its members were evicted; the gang waits to be placed again",
+                          disruption.last_transition)
+        preemption_note = preemption_note or f"; preemption requested ({detail})"
     kueue_admitted = kueue.get("Admitted")
     if kueue_admitted is None or not kueue_admitted.true:
         for kind in ("Preempted", "Evicted"):
@@ -288,8 +296,9 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
             summary = (f"{_plural(len(groups), 'PodGroup')} scheduled; {bound:,} / "
                        f"{sum(g.members for g in groups):,} member pods bound")
             if need and running >= need:
-                return result(st.RUNNING, "Running", f"{running:,} / {need:,} gang pods running; {summary}", since)
-            return result(st.ADMITTED, "GangScheduled", summary, since)
+                return result(st.RUNNING, "Running",
+                              f"{running:,} / {need:,} gang pods running; {summary}{preemption_note}", since)
+            return result(st.ADMITTED, "GangScheduled", summary + preemption_note, since)
         blocked = [g for g in groups if g.verdict == "unschedulable"]
         if blocked:
             group = blocked[0]

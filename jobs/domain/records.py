@@ -81,7 +81,7 @@ def _newest_version(objects: list[dict]) -> str:
 def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
     """Return the record of ``tree`` (computing its admission when not given)."""
     admission = admission or admission_of_tree(tree)
-    facts = sig.trainjob_facts(tree.trainjob)
+    facts = sig.trainjob_facts(tree.trainjob, tree.pods)
     workload = tree.workloads[0] if tree.workloads else None
     workload_view = {"name": sig.name_of(workload), "apiVersion": sig.as_str(workload.get("apiVersion")),
                      "templates": sig.workload_templates(workload)} if workload else {}

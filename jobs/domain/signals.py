@@ -256,14 +256,55 @@ class TrainJobFacts:
     deleting: bool
 
 
-def trainjob_facts(trainjob: object) -> TrainJobFacts:
-    """Return the tolerant summary of a TrainJob object."""
+def _resource_requests(resources: object) -> dict[str, str]:
+    """Return a ResourceRequirements' requests, limits filling in what is not requested (a limit alone implies an
+    equal request)."""
+    resources = as_dict(resources)
+    return {**{str(k): str(v) for k, v in as_dict(resources.get("limits")).items()},
+            **{str(k): str(v) for k, v in as_dict(resources.get("requests")).items()}}
+
+
+def pod_requests(pod: object) -> dict[str, str]:
+    """Return what one pod asks of its node: its containers' requests, integer amounts (GPUs, whole CPUs) summed
+    over containers, other quantities from the first container naming them. Init containers are left out: they do
+    not run beside the others."""
+    total: dict[str, str] = {}
+    for raw in as_list(spec(pod).get("containers")):
+        for key, value in _resource_requests(as_dict(raw).get("resources")).items():
+            if key in total and _INT.match(total[key]) and _INT.match(value):
+                total[key] = str(int(total[key]) + int(value))
+            else:
+                total.setdefault(key, value)
+    return total
+
+
+def member_pod_requests(pods: object) -> dict[str, str]:
+    """Return the per-node requests read from a job's member pods: the trainer's ``node`` pods when there are any,
+    otherwise every pod; the pod asking the most GPUs wins (launchers and initializers ask for none). Returns {}
+    when no pod asks for anything."""
+    pods = as_list(pods)
+    nodes = [p for p in pods if labels_of(p).get(REPLICATED_JOB_LABEL) == "node"] or pods
+    best: dict[str, str] = {}
+    for pod in nodes:
+        requests = pod_requests(pod)
+        if requests and (not best or as_int(requests.get(GPU)) > as_int(best.get(GPU))):
+            best = requests
+    return best
+
+
+def trainjob_facts(trainjob: object, pods: object = (), runtime_requests: dict[str, str] | None = None
+                   ) -> TrainJobFacts:
+    """Return the tolerant summary of a TrainJob object.
+
+    Per-node resources come from the TrainJob's ``spec.trainer.resourcesPerNode``; when it names none (the
+    runtime's defaults apply), from the member ``pods``' container requests; else from ``runtime_requests`` (the
+    runtime template's node container, when the caller knows it); else {} (0 GPUs per node).
+    """
     tj_spec = spec(trainjob)
     runtime_ref = as_dict(tj_spec.get("runtimeRef"))
     trainer = as_dict(tj_spec.get("trainer"))
-    resources = as_dict(trainer.get("resourcesPerNode"))
-    requests = {**{str(k): str(v) for k, v in as_dict(resources.get("limits")).items()},
-                **{str(k): str(v) for k, v in as_dict(resources.get("requests")).items()}}
+    requests = (_resource_requests(trainer.get("resourcesPerNode")) or member_pod_requests(pods)
+                or dict(runtime_requests or {}))
     labels = labels_of(trainjob)
     annotations = annotations_of(trainjob)
     creator = next((value for key in CREATOR_KEYS for value in (annotations.get(key) or labels.get(key),) if value),

@@ -116,7 +116,8 @@ def runtime_url(name: str) -> str:
 
 
 STATE_LABELS = dict(AdmissionState.choices)
-LEVEL_LABELS = dict(SchedulingLevel.choices)
+# A level not known yet (a suspended job's PodGroups do not exist) is shown as a dash, not as a finding.
+LEVEL_LABELS = {**dict(SchedulingLevel.choices), SchedulingLevel.UNKNOWN.value: "—"}
 
 
 @register.filter
@@ -210,7 +211,8 @@ def job_row(job: Any, tracking: Any, oob: bool = False) -> SafeString:
         f"{stale_badge}</td>"
         f'<td class="nowrap"><time datetime="{since.isoformat()}" data-since="{int(job.since.timestamp())}" '
         f'title="since {since:%Y-%m-%d %H:%M:%S}">{age(job.since)}</time></td>'
-        f'<td class="jobs-reason">{reason}<span class="small">{escape(_truncate(job.message, 140))}</span></td>'
+        f'<td class="jobs-reason"><span class="jobs-reason__line" title="{escape(job.message)}">{reason}'
+        f'<span class="small">{escape(_truncate(job.message, 140))}</span></span></td>'
         f'<td class="nowrap">{queue}</td></tr>'
     )
     return mark_safe(row)  # noqa: S308 — every interpolated value is escaped above

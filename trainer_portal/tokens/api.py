@@ -19,7 +19,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from trainer_portal.roles import is_viewer
+from trainer_portal.roles import can_see_trainjobs
 from trainer_portal.throttling import AuthRateThrottle
 
 from .errors import TokenNotFound
@@ -105,8 +105,8 @@ class ObtainTokenApi(APIView):
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         user = serializer.validated_data["user"]
-        if not is_viewer(user):
-            raise exceptions.PermissionDenied("This account has no portal role; ask an admin for viewer access.")
+        if not can_see_trainjobs(user):  # any portal role, the data scientist's included
+            raise exceptions.PermissionDenied("This account has no portal role; ask an admin for a role.")
         return Response(_issued(token_issue(user=user, name="Password exchange"), user))
 
 

@@ -230,3 +230,23 @@ def test_the_fast_list_representation_equals_drf_s_own(jobs):
     serializer = TrainJobSerializer()
     for job in jobs.values():
         assert serializer.to_representation(job) == dict(serializer.generic_representation(job))
+
+
+def test_the_detail_says_how_long_admission_took_and_every_time_has_one_format(client, alice):
+    import datetime as dt
+    import re
+
+    live_tracker()
+    submitted = dt.datetime(2026, 12, 1, 12, 0, 26, tzinfo=dt.UTC)
+    tracked_job("team-a", "ran", state="running", submitted=submitted,
+                admitted=submitted + dt.timedelta(seconds=9, microseconds=324520))
+    client.force_login(alice)
+
+    body = client.get("/api/v1/trainjobs/team-a/ran/").json()
+    item = client.get(LIST).json()["items"][0]
+
+    assert body["timeToAdmissionSeconds"] == pytest.approx(9.32452)
+    times = [body["since"], body["submittedAt"], body["admittedAt"], item["admittedAt"],
+             *(entry["at"] for entry in body["timeline"])]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", value) for value in times), times
+    assert body["admittedAt"] == "2026-12-01T12:00:35Z"

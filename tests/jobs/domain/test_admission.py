@@ -95,8 +95,12 @@ def _rows():
         rows[f"{version}: running"] = (st.RUNNING, "Running", {"job": job, "wl": wl, "groups": groups, "pods": pods})
         job, wl, groups, pods = _gang(True, bound=4, running=4, version=version, name=name, extra_conditions=[
             o.condition("DisruptionTarget", True, "PreemptionByScheduler", "preempted by team-b/big")])
-        rows[f"{version}: disrupted"] = (st.PREEMPTED, "PreemptionByScheduler", {"job": job, "wl": wl, "groups": groups,
-                                                                                      "pods": pods})
+        rows[f"{version}: preemption requested, gang still running"] = (st.RUNNING, "Running", {
+            "job": job, "wl": wl, "groups": groups, "pods": pods})
+        job, wl, groups, pods = _gang(True, bound=0, created=0, version=version, name=name, extra_conditions=[
+            o.condition("DisruptionTarget", True, "PreemptionByScheduler", "preempted by team-b/big")])
+        rows[f"{version}: preempted, members gone"] = (st.PREEMPTED, "PreemptionByScheduler", {
+            "job": job, "wl": wl, "groups": groups, "pods": pods})
     job, wl, groups, pods = _gang(None, bound=4)
     rows["all members bound before the condition is written"] = (st.ADMITTED, "GangScheduled", {
         "job": job, "wl": wl, "groups": groups, "pods": pods})
@@ -265,3 +269,17 @@ def test_malformed_objects_never_raise(job, group, pod, kueue):
     assert admission.state in st.ALL_STATES
     for uid in index.trainjob_uids():
         assert admission_of_tree(index.tree(uid)).state in st.ALL_STATES
+
+
+def test_a_preemption_request_on_a_running_gang_is_a_note_until_its_members_are_evicted():
+    """1.37 never sets the scheduled condition back to False: pods decide whether a disrupted gang still runs."""
+    disruption = o.condition("DisruptionTarget", True, "PreemptionByScheduler", "preempted by team-a/big")
+    job, wl, groups, pods = _gang(True, bound=4, running=4, extra_conditions=[disruption])
+
+    running = _tree(job, wl, groups, pods)
+    evicted = [{**p, "status": {"phase": "Failed", "reason": "Evicted"}} for p in pods]
+    preempted = _tree(job, wl, groups, evicted)
+
+    assert running.state == st.RUNNING
+    assert "preemption requested" in running.message and "team-a/big" in running.message
+    assert (preempted.state, preempted.reason) == (st.PREEMPTED, "PreemptionByScheduler")

@@ -225,3 +225,21 @@ def test_the_hub_s_watch_state_marks_the_cluster_unreachable_until_progress(hand
     clock.now += 5
     handler.flush(leader=True)
     assert TrackerStatus.objects.get().connected
+
+
+def test_a_suspended_job_keeps_the_level_its_podgroups_showed(handler):
+    job = o.trainjob(num_nodes=2)
+    wl, group = _gang(handler, job, scheduled=True, bound=2, running=2)
+    handler.flush(leader=True)
+    assert TrainJob.objects.get().level == st.LEVEL_TRAINJOB
+
+    suspended = o.trainjob(num_nodes=2, suspend=True, conditions=[o.condition("Suspended", True)])
+    handler.changed(kinds.TRAINJOB, "MODIFIED", suspended)
+    handler.changed(kinds.PODGROUP, "DELETED", group)
+    handler.changed(kinds.WORKLOAD, "DELETED", wl)
+    for i in range(2):
+        handler.changed(kinds.POD, "DELETED", o.pod(job, i, group=group))
+    handler.flush(leader=True)
+
+    row = TrainJob.objects.get()
+    assert (row.state, row.level) == (st.SUSPENDED, st.LEVEL_TRAINJOB)

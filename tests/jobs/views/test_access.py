@@ -165,7 +165,7 @@ def test_the_overview_shows_counts_longest_waiting_and_time_to_admission(client,
     waiting = re.search(r'id="wait-h".*?</section>', html, re.S).group(0)
     assert "team-b/stuck" in waiting and "3h 00m" in waiting
     stats = re.search(r'id="tta-h".*?</section>', html, re.S).group(0)
-    assert re.search(r"torch-distributed</th><td>trainjob</td><td class=\"num\">3</td><td class=\"num\">4m 00s</td>"
+    assert re.search(r"torch-distributed</th><td>TrainJob</td><td class=\"num\">3</td><td class=\"num\">4m 00s</td>"
                      r"<td class=\"num\">6m 00s</td>", stats)
     assert "Preempted" not in html  # columns only for states some job is in
 

@@ -232,3 +232,88 @@ def test_with_a_live_snapshot_the_heat_map_shows_the_cluster_with_the_jobs_racks
     assert re.search(r'<i class="h\d p" title="rb1: \d+/16 free, 2 pods of this job">', heat)
     assert re.search(r'<i class="h\d" title="ra0: \d+/16 free">', heat)
     assert "this job&#x27;s pods" in html or "this job's pods" in html
+
+
+def test_a_running_gang_with_a_preemption_request_is_not_explained_as_waiting(client, bob):
+    live_tracker()
+    _save_snapshot()
+    job = tracked_job("team-b", "b-sweep", state="running", admitted=timezone.now() - dt.timedelta(minutes=5))
+    TrainJob.objects.filter(pk=job.pk).update(
+        reason="Running", message="4 / 4 gang pods running; preemption requested (PodGroup pg: preempted by team-a)")
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-b/b-sweep/").content.decode()
+
+    assert "preemption requested" in html
+    assert "Why it waits" not in html and "Preempted" not in html
+
+
+def test_a_level_not_known_yet_is_a_dash(client, bob):
+    live_tracker()
+    tracked_job("team-a", "paused", state="suspended", level="unknown", pod_groups=[])
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/paused/").content.decode()
+
+    assert "level —" in html and "level Unknown" not in html
+
+
+def test_identical_events_are_one_row_with_a_count_the_objects_and_a_relative_time(client, bob):
+    live_tracker()
+    now = timezone.now().replace(microsecond=0)
+    message = "0/64 nodes are available: 64 Insufficient nvidia.com/gpu"
+    events = [{"type": "Warning", "reason": "FailedScheduling", "message": message, "count": 1,
+               "lastTimestamp": (now - dt.timedelta(seconds=10 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "involvedObject": {"kind": "Pod", "name": f"sweep-node-0-{i}"}} for i in range(20)]
+    events.append({"type": "Normal", "reason": "Created", "message": "created PodGroup", "count": 1,
+                   "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   "involvedObject": {"kind": "PodGroup", "name": "sweep-pg"}})
+    tracked_job("team-a", "sweep", state="unschedulable", events=events)
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/sweep/").content.decode()
+
+    card = re.search(r'aria-labelledby="events-h".*?</section>', html, re.S).group(0)
+    rows = re.findall(r"<tr><td>.*?</tr>", card, re.S)
+    assert len(rows) == 2
+    failed = next(row for row in rows if "FailedScheduling" in row)
+    assert "×20 over 3m 10s" in failed
+    assert "Pod sweep-node-0-0, Pod sweep-node-0-1" in failed and "and 15 more" in failed
+    assert re.search(r'<time datetime="[^"]+" title="[^"]+">\d+s ago</time>', failed)
+    assert failed.count(message) == 1
+
+
+def test_a_job_sized_by_its_runtime_is_explained_with_the_gpus_its_pods_ask_for(client, bob):
+    """The TrainJob names no resourcesPerNode: the tracker reads the size from its pods, and "why it waits" does the
+    capacity math with it (best zone, its free nodes, what would fit, who holds the capacity)."""
+    from jobs import services
+    from jobs.domain.ownership import POD, PODGROUP, TRAINJOB, WORKLOAD, OwnershipIndex
+    from jobs.domain.records import job_record
+    from tests.jobs import objects as o
+
+    live_tracker()
+    _save_snapshot()
+    job = o.trainjob("waiting", "uid-runtime-sized", num_nodes=3)
+    del job["spec"]["trainer"]["resourcesPerNode"]
+    wl = o.workload(job)
+    group = o.pod_group(job, wl, topology_key="topology.kubernetes.io/zone",
+                        conditions=[o.condition("PodGroupInitiallyScheduled", False, "Unschedulable")])
+    pods = o.pods(job, 3, group=group)
+    for pod in pods:
+        pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+    index = OwnershipIndex()
+    for kind, obj in ((TRAINJOB, job), (WORKLOAD, wl), (PODGROUP, group), *((POD, pod) for pod in pods)):
+        index.upsert(kind, obj)
+    services.apply_records([job_record(index.tree("uid-runtime-sized"))])
+    tracked_job("team-b", "holder", state="running", num_nodes=1, creator="grace-hopper",
+                admitted=timezone.now() - dt.timedelta(hours=2),
+                pods=[{"name": "holder-0", "node": "a0", "phase": "Running", "podGroup": ""}])
+    client.force_login(bob)
+
+    html = client.get("/jobs/team-a/waiting/").content.decode()
+
+    card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
+    assert "3 × 8 GPUs" in html
+    assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
+    assert re.search(r"<strong>zone zone-[ab]</strong> has 2 free", card)
+    assert "What would make it fit" in card and 'href="/jobs/team-b/holder/"' in card
