@@ -20,6 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from runtimes import services
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import dump_yaml
+from runtimes.models import RuntimePolicy
 from tests.hardening.conftest import stored_digest
 from tests.runtimes.test_services import level1
 from tests.ui import editor_post_data, l2_l3_manifest
@@ -196,14 +197,57 @@ def _body_cases():
                 yield pytest.param(method, url, _raw_body(body, path, fragment), extra, free_text, id=case_id)
 
 
-@pytest.fixture
-def policies(alice):
-    """Two stored policies: `torch-gang` at version 2 (so a rollback has a target) and `mpi-racks`."""
-    services.policy_create(manifest=level1(NAME), author=alice, message="first", source=RevisionSource.API)
-    services.policy_update(name=NAME, manifest=_changed_manifest(), expected_version=1, author=alice,
+def _store_policies() -> None:
+    """Store the corpus' starting state: an admin, `torch-gang` at version 2 (so a rollback has a target) and
+    `mpi-racks`."""
+    from django.contrib.auth.models import Group, User
+
+    admin = User.objects.create_user("corpus-admin")
+    admin.groups.add(Group.objects.get_or_create(name="platform-admin")[0])
+    services.policy_create(manifest=level1(NAME), author=admin, message="first", source=RevisionSource.API)
+    services.policy_update(name=NAME, manifest=_changed_manifest(), expected_version=1, author=admin,
                            message="second", source=RevisionSource.API)
-    services.policy_create(manifest=l2_l3_manifest(), author=alice, message="first", source=RevisionSource.API)
+    services.policy_create(manifest=l2_l3_manifest(), author=admin, message="first", source=RevisionSource.API)
+
+
+@pytest.fixture(scope="module")
+def _stored_once(django_db_setup, django_db_blocker):
+    # Stored once for the module (thousands of cases); each case runs in a transaction that is rolled back.
+    from django.contrib.auth.models import User
+
+    with django_db_blocker.unblock():
+        _store_policies()
+        yield
+        RuntimePolicy.objects.all().delete()
+        User.objects.filter(username="corpus-admin").delete()
+
+
+@pytest.fixture
+def policies(_stored_once) -> str:
+    """Return the digest of the starting state (stored again if a transactional test elsewhere flushed it)."""
+    if not RuntimePolicy.objects.filter(name=NAME).exists():
+        _store_policies()
     return stored_digest()
+
+
+@pytest.fixture
+def admin_api(policies):
+    from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    client = APIClient(raise_request_exception=False)
+    client.force_login(User.objects.get(username="corpus-admin"))  # a session: the HTML pages are probed too
+    return client
+
+
+@pytest.fixture
+def admin_html(policies):
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client(raise_request_exception=False)
+    client.force_login(User.objects.get(username="corpus-admin"))
+    return client
 
 
 def _error_fields(response) -> list[dict]:
