@@ -74,6 +74,9 @@ VALUES: dict[str, str] = {
     "long-string": '"' + "x" * 70_000 + '"',
     "deep-list": _nested_list(10_000),
     "deep-object": _nested_object(10_000),
+    # Below Python's recursion limit: the parser accepts it, so whatever walks the document must bound its depth.
+    "deep-list-900": _nested_list(900),
+    "deep-object-900": _nested_object(900),
 }
 # Fragments that are well-formed text: a valid revision message.
 FREE_TEXT = {"rtl-override", "combining-marks", "emoji", "empty-string", "plus-minus", "superscript-two",
@@ -339,6 +342,8 @@ CONTENT_TYPES = {
     "json-deep-object": ("application/json", _nested_object(50_000).encode()),
     "merge-patch-list": ("application/merge-patch+json", b"[]"),
     "merge-patch-deep": ("application/merge-patch+json", _nested_object(50_000).encode()),
+    "merge-patch-deep-900": ("application/merge-patch+json", ('{"spec":' + _nested_object(900) + "}").encode()),
+    "json-deep-900": ("application/json", ('{"manifest":' + _nested_object(900) + "}").encode()),
 }
 
 
