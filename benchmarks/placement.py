@@ -26,9 +26,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from runtimes.domain.placement.engine import PlacementRequest, explain_queue, place
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
-from runtimes.domain.placement.synthetic import FRAGMENTATIONS, racks_for, synthetic_cluster, synthetic_nodes
+from trainer_portal.placement.engine import PlacementRequest, explain_queue, place
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
+from trainer_portal.placement.synthetic import FRAGMENTATIONS, racks_for, synthetic_cluster, synthetic_nodes
 
 KEYS = TopologyKeys()
 SIZES = {"1k": 1_000, "10k": 10_000, "50k": 50_000}

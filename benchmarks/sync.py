@@ -111,11 +111,13 @@ def _wait_all_synced(count: int, started: float, timeout: float) -> list[float]:
 def bench_apply(count: int, tmp: Path) -> dict:
     """Run the apply + no-op resync scenarios; return the measurements."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from runtimes import sync
-    from runtimes.services import policy_create
+    from runtimes.services import sync
+    from runtimes.services.policies import policy_create
     from sandbox.testing import SandboxProcess
     from tests.sync.worker import WorkerProcess
     from trainer_portal import kube
+    from trainer_portal.celery import app as portal_app
+    from trainer_portal.kube.client import get_gateway, reset_gateway
 
     results: dict = {}
     with SandboxProcess(topology="none", controllers=False) as sandbox:
@@ -123,8 +125,8 @@ def bench_apply(count: int, tmp: Path) -> dict:
         from django.conf import settings
 
         settings.KUBE_CONFIG_PATH = sandbox.kubeconfig
-        kube.reset_gateway()
-        gateway = kube.get_gateway()
+        reset_gateway()
+        gateway = get_gateway()
         ctr = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
 
         # Baseline: the same objects applied serially with the bare gateway, then removed again.
@@ -142,10 +144,11 @@ def bench_apply(count: int, tmp: Path) -> dict:
                                concurrency=os.cpu_count() or 1, timeout=10.0)
         connection.close()
         worker.start()
+        # The bulk sync service enqueues its own task on commit: publish it to this worker, as a web process would.
+        worker.publisher().set_current()
         try:
             started = time.time()
-            items = sync.runtimes_sync_request()
-            worker.send(sync.BULK_SYNC_TASK, [[pid, rev] for pid, rev in items])
+            sync.policies_sync_request()
             done = _wait_all_synced(count, started, timeout=600)
             results["apply_total_s"] = time.time() - started
             results["apply_p50_s"] = _pct(done, 0.5)
@@ -156,14 +159,14 @@ def bench_apply(count: int, tmp: Path) -> dict:
 
             rv_before = sandbox._call("GET", "/sandbox/info")["resourceVersion"]
             started = time.time()
-            items = sync.runtimes_sync_request()
-            worker.send(sync.BULK_SYNC_TASK, [[pid, rev] for pid, rev in items])
+            sync.policies_sync_request()
             time.sleep(0.2)
             _wait_all_synced(count, started, timeout=600)
             results["resync_total_s"] = time.time() - started
             rv_after = sandbox._call("GET", "/sandbox/info")["resourceVersion"]
             results["resync_writes"] = int(rv_after) - int(rv_before)
         finally:
+            portal_app.set_current()
             worker.stop()
     return results
 
@@ -183,8 +186,9 @@ def _pods_for(nodes: list[dict], count: int, rng: random.Random) -> list[dict]:
 
 def bench_snapshot(node_count: int, pod_count: int, events: int) -> dict:
     """Build the live snapshot from a list and apply watch events; return the measurements."""
-    from runtimes.domain.placement.synthetic import synthetic_nodes
-    from runtimes.topology import LiveSnapshot, TopologyTracker
+    from trainer_portal.placement.snapshot import TopologyKeys
+    from trainer_portal.placement.synthetic import synthetic_nodes
+    from trainer_portal.placement.tracker import LiveSnapshot, TopologyTracker
 
     rng = random.Random(5)
     nodes = synthetic_nodes(racks=max(1, node_count // 16), nodes_per_rack=16)[:node_count]
@@ -193,14 +197,14 @@ def bench_snapshot(node_count: int, pod_count: int, events: int) -> dict:
 
     gc.collect()
     started = time.perf_counter()
-    tracker = TopologyTracker()
+    tracker = TopologyTracker(TopologyKeys())
     tracker.relist_nodes(nodes, "1")
     tracker.relist_pods(pods, "2")
     results["build_s"] = time.perf_counter() - started
     # Memory in a second pass: tracemalloc slows allocation down too much to time the first one with it.
     gc.collect()
     tracemalloc.start()
-    shadow = TopologyTracker()
+    shadow = TopologyTracker(TopologyKeys())
     shadow.relist_nodes(nodes, "1")
     shadow.relist_pods(pods, "2")
     retained, peak = tracemalloc.get_traced_memory()

@@ -16,6 +16,12 @@ class SyncState(models.TextChoices):
     DRIFTED = "drifted", "Drifted"
 
 
+# A worker owns the row (or is about to).
+ACTIVE_SYNC_STATES = (SyncState.QUEUED, SyncState.SYNCING)
+# The runtime is on the cluster as one of our revisions.
+LIVE_SYNC_STATES = (SyncState.SYNCED, SyncState.DRIFTED)
+
+
 class RevisionSource(models.TextChoices):
     """Which interface produced a revision."""
 

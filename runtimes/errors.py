@@ -1,22 +1,33 @@
-"""Exceptions raised by `runtimes.services` and `runtimes.selectors`.
+"""Exceptions raised by `runtimes.services` and `runtimes.selectors`: the policy app's `PortalError`s.
 
 They carry plain data (no HTTP or form types) so every interface — HTML views, REST API, commands, tasks — can
-map them to its own way of reporting. `PolicyError` is the common base.
+map them to its own way of reporting; the API maps them all through `trainer_portal.api.exceptions`, driven by
+``status``, ``code`` and ``fields``. `PolicyError` is the common base.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainer_portal.errors import PortalError, field
 
-class PolicyError(Exception):
+MANIFEST_PREFIX = "manifest"
+
+
+class PolicyError(PortalError):
     """Base class: a policy operation was refused. `message` is a sentence fit to show to the user."""
 
     code = "policy_error"
+    status = 400
 
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(message)
+
+def _prefixed(problems: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """Return `problems` with `prefix` put in front of each path (the API reports manifest paths under it)."""
+    result = []
+    for problem in problems:
+        path = problem.get("path") or ""
+        result.append({**problem, "path": f"{prefix}.{path}" if path and prefix else (path or prefix)})
+    return result
 
 
 class PolicyInvalid(PolicyError):
@@ -27,6 +38,7 @@ class PolicyInvalid(PolicyError):
     """
 
     code = "invalid"
+    status = 400
 
     def __init__(self, problems: list[dict[str, Any]], *, report: Any = None, message: str | None = None) -> None:
         self.problems = problems
@@ -44,6 +56,11 @@ class PolicyInvalid(PolicyError):
     def errors(self) -> list[dict[str, Any]]:
         """Return the blocking problems only."""
         return [p for p in self.problems if p.get("severity", "error") == "error"]
+
+    @property
+    def fields(self) -> list[dict[str, Any]]:
+        """Return every problem, its path under ``manifest.`` (the body field that carried the manifest)."""
+        return _prefixed(self.problems, MANIFEST_PREFIX)
 
 
 class ImportInvalid(PolicyInvalid):
@@ -65,21 +82,29 @@ class ImportInvalid(PolicyInvalid):
             message = f"Nothing was imported: {failing} document(s) have errors."
         super().__init__(problems, message=message)
 
+    @property
+    def fields(self) -> list[dict[str, Any]]:
+        """Return every problem as is: each names its ``document`` and ``line`` in the imported text."""
+        return self.problems
+
 
 class PolicyNameTaken(PolicyError):
     """A policy with this name already exists."""
 
     code = "name_taken"
+    status = 409
 
     def __init__(self, name: str) -> None:
         self.name = name
-        super().__init__(f"A policy named '{name}' already exists; choose another metadata.name or edit that one.")
+        message = f"A policy named '{name}' already exists; choose another metadata.name or edit that one."
+        super().__init__(message, fields=[field(f"{MANIFEST_PREFIX}.metadata.name", message, self.code)])
 
 
 class PolicyNotFound(PolicyError):
     """No policy has this name."""
 
     code = "not_found"
+    status = 404
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -89,7 +114,8 @@ class PolicyNotFound(PolicyError):
 class RevisionNotFound(PolicyError):
     """The policy has no revision with this number."""
 
-    code = "revision_not_found"
+    code = "not_found"
+    status = 404
 
     def __init__(self, name: str, number: int) -> None:
         self.name = name
@@ -105,6 +131,7 @@ class StaleVersion(PolicyError):
     """
 
     code = "conflict"
+    status = 409
 
     def __init__(self, *, name: str, expected_version: int, current_version: int, changes: list[Any]) -> None:
         self.name = name
@@ -113,5 +140,41 @@ class StaleVersion(PolicyError):
         self.changes = changes
         super().__init__(
             f"Policy '{name}' changed since you loaded it (you edited version {expected_version}, it is now at "
-            f"version {current_version}); reload, re-apply your change and save again."
+            f"version {current_version}); reload, re-apply your change and save again.",
+            extra={
+                "code": "conflict",
+                "currentVersion": current_version,
+                "expectedVersion": expected_version,
+                "changes": [change.as_dict() for change in changes],
+            },
         )
+
+
+class SyncRefused(PolicyError):
+    """The policy's sync state does not allow this action now (not drifted, not live, vanished, racing)."""
+
+    code = "conflict"
+    status = 409
+
+
+class UnknownPolicies(PolicyError):
+    """A bulk action named policies that do not exist; nothing was queued."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        message = f"Unknown policies: {', '.join(names)}."
+        super().__init__(message, fields=[field("names", message)])
+
+
+class SyncBatchNotFound(PolicyError):
+    """No bulk sync batch has this id."""
+
+    code = "not_found"
+    status = 404
+
+    def __init__(self, batch_id: str) -> None:
+        self.batch_id = batch_id
+        super().__init__(f"No sync batch '{batch_id}'.")

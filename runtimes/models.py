@@ -6,6 +6,7 @@ Rows are written only through `runtimes.services`; read them through `runtimes.s
 from __future__ import annotations
 
 import json
+import uuid
 from functools import partial
 
 from django.conf import settings
@@ -113,3 +114,26 @@ class PolicyRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.policy_id}#{self.number}"
+
+
+class SyncBatch(models.Model):
+    """One bulk sync: which revision of which policies was asked for, by whom and when.
+
+    Progress is not stored here: it is derived from the policies' rows (see `runtimes.services.sync_batches`),
+    which the sync service alone writes.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # [[policy id, revision], ...] as requested; policies deleted since simply drop out of the progress.
+    items = models.JSONField(default=list)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "sync batches"
+
+    def __str__(self) -> str:
+        return self.id.hex

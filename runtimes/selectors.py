@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from .choices import POLICY_ORDERINGS
-from .domain.diff import Change, structural_diff, unified_diff
-from .errors import PolicyNotFound, RevisionNotFound
-from .models import PolicyRevision, RuntimePolicy
+from runtimes.choices import POLICY_ORDERINGS, SyncState
+from runtimes.domain.diff import Change, structural_diff, unified_diff
+from runtimes.errors import PolicyNotFound, RevisionNotFound
+from runtimes.models import PolicyRevision, RuntimePolicy
 
 
 def policy_list(
@@ -85,3 +85,16 @@ def revision_diff(*, policy: RuntimePolicy, from_number: int, to_number: int) ->
     before, after = manifests[from_number], manifests[to_number]
     text = unified_diff(before, after, old_label=f"revision {from_number}", new_label=f"revision {to_number}")
     return text, structural_diff(before, after)
+
+
+def sync_state_counts() -> dict[str, int]:
+    """Return ``{sync state: number of policies}`` for every state (0 included), in the states' order."""
+    counts = dict.fromkeys(SyncState.values, 0)
+    for state in RuntimePolicy.objects.values_list("sync_state", flat=True):
+        counts[state] = counts.get(state, 0) + 1
+    return counts
+
+
+def policies_needing_attention(*, limit: int = 50) -> QuerySet[RuntimePolicy]:
+    """Return the failed or drifted policies by name (at most ``limit``)."""
+    return RuntimePolicy.objects.filter(sync_state__in=[SyncState.FAILED, SyncState.DRIFTED]).order_by("name")[:limit]

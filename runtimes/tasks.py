@@ -3,7 +3,8 @@
 Retry policy: a transient :class:`KubeError` (5xx, 429, timeouts, connection loss, optimistic conflicts) retries
 with exponential backoff and full jitter, capped; a permanent one is recorded on the policy by the service and
 never retried. Tasks are acknowledged late and idempotent, so a redelivered message (worker killed) converges.
-Enqueue them with ``transaction.on_commit`` so the worker never sees uncommitted rows.
+The services enqueue them with ``transaction.on_commit`` so the worker never sees uncommitted rows; they import
+this module at the top, so tasks import the services inside their bodies.
 
 The periodic entries (drift check, requeue of unfinished syncs, topology refresh) are in
 ``settings.CELERY_BEAT_SCHEDULE``.
@@ -32,18 +33,18 @@ def _retry_countdown(retries: int) -> float:
     return backoff_delay(retries + 1, initial=RETRY_INITIAL_SECONDS, maximum=RETRY_MAX_SECONDS)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=SYNC_MAX_RETRIES, name="runtimes.tasks.runtime_sync_task")
-def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) -> str:
+@shared_task(bind=True, acks_late=True, max_retries=SYNC_MAX_RETRIES, name="runtimes.tasks.policy_sync_task")
+def policy_sync_task(self, policy_id: int, revision: int, force: bool = False) -> str:
     """Sync revision ``revision`` of policy ``policy_id`` to the cluster; return the outcome name."""
-    from runtimes.sync import runtime_sync, runtime_sync_give_up
+    from runtimes.services.sync import policy_sync, policy_sync_give_up
 
     try:
-        result = runtime_sync(policy_id=policy_id, revision=revision, force=force)
+        result = policy_sync(policy_id=policy_id, revision=revision, force=force)
     except KubeError as exc:
         if exc.permanent:  # the service records permanent errors itself; this is a bug guard
             raise
         if self.request.retries >= self.max_retries:
-            runtime_sync_give_up(policy_id=policy_id, revision=revision, error=exc.message)
+            policy_sync_give_up(policy_id=policy_id, revision=revision, error=exc.message)
             return "failed"
         countdown = max(_retry_countdown(self.request.retries), getattr(exc, "retry_after", None) or 0)
         logger.info("sync of policy %s rev %s: %s; retry in %.1fs", policy_id, revision, exc.message, countdown)
@@ -54,44 +55,40 @@ def runtime_sync_task(self, policy_id: int, revision: int, force: bool = False) 
 
 
 def _requeue_current(policy_id: int) -> None:
-    from runtimes.models import RuntimePolicy
-    from runtimes.sync import runtime_sync_request
+    from runtimes.services.sync import policy_requeue_current
 
-    policy = RuntimePolicy.objects.filter(pk=policy_id).first()
-    if policy is not None:
-        revision = runtime_sync_request(policy=policy)
-        runtime_sync_task.delay(policy_id, revision)
+    policy_requeue_current(policy_id=policy_id)
 
 
-@shared_task(acks_late=True, name="runtimes.tasks.runtimes_bulk_sync_task")
-def runtimes_bulk_sync_task(items: list[list[int]]) -> int:
+@shared_task(acks_late=True, name="runtimes.tasks.policies_bulk_sync_task")
+def policies_bulk_sync_task(items: list[list[int]]) -> int:
     """Fan ``[policy_id, revision]`` pairs out in chunks of ``BULK_CHUNK_SIZE``; return the number of chunks.
 
     Re-running it (redelivery) enqueues duplicates, which are harmless: the second run of a pair finds it done.
     """
     chunks = [items[start : start + BULK_CHUNK_SIZE] for start in range(0, len(items), BULK_CHUNK_SIZE)]
     for chunk in chunks:
-        runtimes_sync_chunk_task.delay(chunk)
+        policies_sync_chunk_task.delay(chunk)
     return len(chunks)
 
 
-@shared_task(acks_late=True, name="runtimes.tasks.runtimes_sync_chunk_task")
-def runtimes_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
+@shared_task(acks_late=True, name="runtimes.tasks.policies_sync_chunk_task")
+def policies_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
     """Sync a few policies in one task (saves the per-task overhead in bulk applies); return outcome counts.
 
-    A policy that hits a transient error is handed to its own ``runtime_sync_task`` (which retries with backoff),
+    A policy that hits a transient error is handed to its own ``policy_sync_task`` (which retries with backoff),
     so one flaky object never holds up or re-runs the others.
     """
-    from runtimes.sync import runtime_sync
+    from runtimes.services.sync import policy_sync
 
     counts: dict[str, int] = {}
     for policy_id, revision in items:
         try:
-            result = runtime_sync(policy_id=int(policy_id), revision=int(revision))
+            result = policy_sync(policy_id=int(policy_id), revision=int(revision))
         except KubeError as exc:
             if exc.permanent:
                 raise
-            runtime_sync_task.apply_async((int(policy_id), int(revision)), countdown=_retry_countdown(0))
+            policy_sync_task.apply_async((int(policy_id), int(revision)), countdown=_retry_countdown(0))
             outcome = "retrying"
         else:
             if result.requeue:
@@ -101,28 +98,28 @@ def runtimes_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
     return counts
 
 
-@shared_task(acks_late=True, name="runtimes.tasks.runtimes_requeue_unfinished_task")
-def runtimes_requeue_unfinished_task() -> int:
+@shared_task(acks_late=True, name="runtimes.tasks.policies_requeue_unfinished_task")
+def policies_requeue_unfinished_task() -> int:
     """Re-enqueue policies left queued/syncing (lost messages, killed workers); return how many."""
-    from runtimes.sync import policies_unfinished
+    from runtimes.services.sync import policies_unfinished
 
     items = policies_unfinished()
     for policy_id, revision in items:
-        runtime_sync_task.delay(policy_id, revision)
+        policy_sync_task.delay(policy_id, revision)
     if items:
         logger.info("re-enqueued %d unfinished syncs", len(items))
     return len(items)
 
 
 @shared_task(
-    bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.runtimes_drift_check_task", ignore_result=True
+    bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.policies_drift_check_task", ignore_result=True
 )
-def runtimes_drift_check_task(self) -> int:
+def policies_drift_check_task(self) -> int:
     """Compare every synced policy with the cluster (beat); return the number of drifted policies."""
-    from runtimes.sync import runtimes_drift_check_all
+    from runtimes.services.sync import policies_drift_check_all
 
     try:
-        return len(runtimes_drift_check_all())
+        return len(policies_drift_check_all())
     except KubeError as exc:
         if exc.permanent or self.request.retries >= self.max_retries:
             logger.warning("drift check failed: %s", exc.message)
@@ -130,37 +127,18 @@ def runtimes_drift_check_task(self) -> int:
         raise self.retry(countdown=_retry_countdown(self.request.retries)) from None
 
 
-@shared_task(bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.runtime_drift_check_task")
-def runtime_drift_check_task(self, policy_id: int) -> bool:
+@shared_task(bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.policy_drift_check_task")
+def policy_drift_check_task(self, policy_id: int) -> bool:
     """Check one policy for drift (on demand); return True when it drifted."""
-    from runtimes.sync import runtime_drift_check
+    from runtimes.services.sync import policy_drift_check
 
     try:
-        result = runtime_drift_check(policy_id=policy_id)
+        result = policy_drift_check(policy_id=policy_id)
     except KubeError as exc:
         if exc.permanent or self.request.retries >= self.max_retries:
             return False
         raise self.retry(countdown=_retry_countdown(self.request.retries)) from None
     return bool(result and result.drifted)
-
-
-@shared_task(acks_late=True, name="runtimes.tasks.cluster_topology_refresh_task", ignore_result=True)
-def cluster_topology_refresh_task(max_age_seconds: float = 90.0) -> str:
-    """Rebuild the live topology snapshot from a full list when the stored one is older than ``max_age_seconds``.
-
-    The continuous watcher (``manage.py topology_watch``) keeps it fresh between runs; this covers deployments
-    without it. Returns "fresh", "refreshed" or the error message.
-    """
-    from runtimes.topology import snapshot_age_seconds, topology_refresh
-
-    age = snapshot_age_seconds()
-    if age is not None and age < max_age_seconds:
-        return "fresh"
-    try:
-        topology_refresh()
-    except KubeError as exc:
-        return exc.message
-    return "refreshed"
 
 
 @worker_ready.connect(dispatch_uid="runtimes.tasks.requeue_on_worker_ready")
@@ -169,6 +147,6 @@ def _requeue_on_worker_ready(sender=None, **kwargs) -> None:
     # would lose them, and Redis redelivers only after the visibility timeout; re-enqueueing on start is cheap
     # because a duplicate finds its revision done and does nothing.
     try:
-        runtimes_requeue_unfinished_task.delay()
+        policies_requeue_unfinished_task.delay()
     except Exception:  # never keep a worker from starting
         logger.exception("could not enqueue the requeue of unfinished syncs")

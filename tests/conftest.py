@@ -72,7 +72,7 @@ def cluster(sandbox, settings):
 
     The gateway is rebuilt for every test, so each test starts with an empty discovery cache of its own.
     """
-    from trainer_portal import kube
+    from trainer_portal.kube.client import reset_gateway
 
     sandbox.clear_faults()
     sandbox.reset()
@@ -80,18 +80,18 @@ def cluster(sandbox, settings):
     settings.KUBE_CONTEXT = ""
     settings.KUBE_IN_CLUSTER = False
     settings.KUBE_REQUEST_TIMEOUT_SECONDS = 5.0
-    kube.reset_gateway()
+    reset_gateway()
     yield sandbox
     sandbox.clear_faults()
-    kube.reset_gateway()
+    reset_gateway()
 
 
 @pytest.fixture
 def gateway(cluster):
     """The gateway pointed at the sandbox (see ``cluster``)."""
-    from trainer_portal import kube
+    from trainer_portal.kube.client import get_gateway
 
-    return kube.get_gateway()
+    return get_gateway()
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ def test_it_keeps_data_in_named_volumes():
     assert "postgres-data:/var/lib/postgresql/data" in _services()["postgres"]["volumes"]
 
 
-@pytest.mark.parametrize("service", ["web", "worker", "beat", "migrate", "topology-watch"])
+@pytest.mark.parametrize("service", ["web", "worker", "beat", "migrate", "cluster-watch"])
 def test_it_runs_the_portal_image_with_production_settings(service):
     spec = _services()[service]
     assert spec["build"] == "."
@@ -81,9 +81,10 @@ def test_the_dockerfile_installs_the_pinned_requirements():
     assert "collectstatic" in dockerfile
 
 
-def test_the_topology_watcher_runs_an_existing_command_and_shares_the_snapshot_volume():
-    command = _services()["topology-watch"]["command"]
-    assert command[:3] == ["python", "manage.py", "topology_watch"]
-    assert "topology_watch" in get_commands()
-    for service in ("web", "topology-watch"):
+def test_the_cluster_watcher_runs_an_existing_command_and_shares_the_snapshot_volume():
+    command = _services()["cluster-watch"]["command"]
+    assert command[:3] == ["python", "manage.py", "cluster_watch"]
+    assert "cluster_watch" in get_commands()
+    assert "topology_watch" not in get_commands()
+    for service in ("web", "cluster-watch"):
         assert "portal-var:/app/var" in _services()[service]["volumes"]

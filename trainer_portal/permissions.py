@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.mixins import AccessMixin
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from .roles import is_platform_admin, is_viewer
+from trainer_portal.roles import is_platform_admin, is_viewer
 
 
 class IsViewer(BasePermission):
@@ -58,6 +58,21 @@ class PlatformAdminRequiredMixin(AccessMixin):
         if not request.user.is_authenticated:
             return self.handle_no_permission()
         if not is_platform_admin(request.user):
+            self.raise_exception = True
+            return self.handle_no_permission()
+        return super().dispatch(request, *args, **kwargs)
+
+
+class PlatformAdminForWritesMixin(AccessMixin):
+    """Class-based-view mixin: login required; any portal role may read (GET/HEAD), only platform admins write."""
+
+    permission_denied_message = "Only platform admins may change what is on the cluster."
+
+    def dispatch(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        allowed = is_viewer if request.method in SAFE_METHODS else is_platform_admin
+        if not allowed(request.user):
             self.raise_exception = True
             return self.handle_no_permission()
         return super().dispatch(request, *args, **kwargs)

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "trainer_portal",
+    "trainer_portal.cluster",
     "runtimes",
     "jobs",
 ]
@@ -157,8 +158,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "trainer_portal.api.exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.SafeJSONRenderer"],
+    "EXCEPTION_HANDLER": "trainer_portal.api.exceptions.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.renderers.SafeJSONRenderer"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 if DEBUG:
@@ -197,9 +198,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "trainer-portal")
 CELERY_BEAT_SCHEDULE = {
-    "runtimes-drift-check": {"task": "runtimes.tasks.runtimes_drift_check_task", "schedule": 300.0},
-    "runtimes-requeue-unfinished": {"task": "runtimes.tasks.runtimes_requeue_unfinished_task", "schedule": 600.0},
-    "cluster-topology-refresh": {"task": "runtimes.tasks.cluster_topology_refresh_task", "schedule": 120.0},
+    "policies-drift-check": {"task": "runtimes.tasks.policies_drift_check_task", "schedule": 300.0},
+    "policies-requeue-unfinished": {"task": "runtimes.tasks.policies_requeue_unfinished_task", "schedule": 600.0},
+    "cluster-topology-refresh": {"task": "trainer_portal.cluster.tasks.topology_refresh_task", "schedule": 120.0},
 }
 
 # --- Cluster connection ---------------------------------------------------------------------------------
@@ -211,6 +212,9 @@ KUBE_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_KUBE_TIMEOUT
 KUBE_FIELD_MANAGER = "trainer-portal"
 # Node label that marks a "network block"; no standard key exists (kubernetes-apis.md §6.9).
 TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.com/topology-block")
+# The Lease `manage.py cluster_watch` processes elect their leader with (coordination.k8s.io/v1).
+CLUSTER_WATCH_LEASE_NAMESPACE = os.environ.get("TRAINER_PORTAL_LEASE_NAMESPACE", "default")
+CLUSTER_WATCH_LEASE_NAME = os.environ.get("TRAINER_PORTAL_LEASE_NAME", "trainer-portal-cluster-watch")
 
 # Trainer feature gates the policy validation assumes (kubernetes-apis.md §2.3 and §6.4/6.5, docs/decisions.md):
 # composite PodGroups (TrainJobCompositePodGroup) let level 1 and level 2 combine; v2.4 caps level-3 replicas at 1.

@@ -13,9 +13,9 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("runtimes/", include("runtimes.urls")),
-    path("preview/", include("runtimes.preview_urls")),
-    path("cluster/", include("runtimes.cluster_urls")),
+    # The policy app: /runtimes/…, /preview/… and the per-policy sync actions under /cluster/….
+    path("", include("runtimes.urls")),
+    path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

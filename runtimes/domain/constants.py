@@ -10,8 +10,17 @@ API_GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "ClusterTrainingRuntime"
 
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+# The Kubernetes scheduling API (KEP-3015 Workload / PodGroup) per server version: 1.37 serves v1beta1 and the
+# CompositePodGroup in v1alpha3; 1.36 serves v1alpha2 (different field names).
+SCHEDULING_GROUP = "scheduling.k8s.io"
+SCHEDULING_V1BETA1 = f"{SCHEDULING_GROUP}/v1beta1"
+SCHEDULING_V1ALPHA2 = f"{SCHEDULING_GROUP}/v1alpha2"
+SCHEDULING_V1ALPHA3 = f"{SCHEDULING_GROUP}/v1alpha3"
+
+FRAMEWORK_LABEL = f"{API_GROUP}/framework"
+ANCESTOR_LABEL = f"{API_GROUP}/trainjob-ancestor-step"
+# Set by the Trainer controller on every object it creates for a TrainJob.
+TRAINJOB_NAME_LABEL = f"{API_GROUP}/trainjob-name"
 
 ANCESTOR_TRAINER = "trainer"
 ANCESTOR_DATASET_INITIALIZER = "dataset-initializer"
@@ -38,6 +47,11 @@ DEPENDS_ON_STATUSES: tuple[str, ...] = ("Ready", "Complete")
 SUCCESS_POLICY_OPERATORS: tuple[str, ...] = ("All", "Any")
 STARTUP_POLICY_ORDERS: tuple[str, ...] = ("AnyOrder", "InOrder")
 VOLCANO_MODES: tuple[str, ...] = ("hard", "soft")
+
+# Largest TrainJob (trainer.numNodes) the portal expands, previews or assesses the impact for.
+MAX_NUM_NODES = 100_000
+# trainer.numNodes the sync impact expands for when neither the request nor the manifest sets it.
+IMPACT_DEFAULT_NUM_NODES = 4
 
 # CRD / KEP limits.
 MAX_ENV_INJECTION_TARGETS = 16

@@ -15,6 +15,9 @@ first container.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -614,3 +617,92 @@ def apply_fields(manifest: dict | None, fields: PolicyFields) -> dict:
     _apply_replicated_jobs(result, fields, current)
     _apply_scheduling(result, fields, current)
     return result
+
+
+def fields_digest(fields: PolicyFields) -> str:
+    """Return a stable fingerprint of `fields` (equal fields, equal digest)."""
+    payload = json.dumps(dataclasses.asdict(fields), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def fields_to_json(fields: PolicyFields) -> str:
+    """Return `fields` as compact JSON (the hidden `fields_base` value); fields_from_json reads it back."""
+    return json.dumps(dataclasses.asdict(fields), separators=(",", ":"), sort_keys=True)
+
+
+def _group_from_json(data: Any) -> GroupFields | None:
+    if not isinstance(data, dict):
+        return None
+    return GroupFields(
+        policy=data.get("policy", "gang"),
+        topology_key=data.get("topology_key", ""),
+        disruption_mode=data.get("disruption_mode", ""),
+    )
+
+
+def fields_from_json(text: str) -> PolicyFields | None:
+    """Return the PolicyFields encoded by fields_to_json, or None when `text` is empty or not such JSON."""
+    try:
+        data = json.loads(text) if text else None
+        if not isinstance(data, dict):
+            return None
+        jobs = [
+            ReplicatedJobFields(**{**job, "depends_on": [tuple(pair) for pair in job.get("depends_on", [])]})
+            for job in data.pop("replicated_jobs", [])
+        ]
+        entries = [
+            Level2Entry(
+                targets=list(entry["targets"]),
+                group=_group_from_json(entry.get("group")) or GroupFields(),
+                job=_group_from_json(entry.get("job")),
+            )
+            for entry in data.pop("level2", [])
+        ]
+        level1 = _group_from_json(data.pop("level1", None))
+        return PolicyFields(**data, replicated_jobs=jobs, level2=entries, level1=level1)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+# Attributes that only make sense together: when the user changed one of them in the form, the form's values of
+# the whole group win over the YAML's.
+FIELD_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("name",),
+    ("framework",),
+    ("labels",),
+    ("annotations",),
+    ("num_nodes",),
+    (
+        "ml_policy",
+        "mpi_num_proc_per_node",
+        "mpi_implementation",
+        "mpi_ssh_auth_mount_path",
+        "mpi_run_launcher_as_node",
+        "flux_num_proc_per_node",
+    ),
+    ("replicated_jobs",),
+    (
+        "scheduling_mode",
+        "level1",
+        "level2",
+        "coscheduling_timeout_seconds",
+        "volcano_mode",
+        "volcano_highest_tier_allowed",
+    ),
+)
+
+
+def merge_fields(*, base: PolicyFields | None, form: PolicyFields, yaml: PolicyFields) -> PolicyFields:
+    """Return the fields to save when both the form and the YAML may have been edited (a three-way merge).
+
+    `base` is what the form showed when rendered. Each group of form fields the user changed (form ≠ base) is taken
+    from the form; every other group comes from the YAML. Without a base, the whole form wins.
+    """
+    if base is None:
+        return form
+    merged = copy.deepcopy(yaml)
+    for group in FIELD_GROUPS:
+        if any(getattr(form, name) != getattr(base, name) for name in group):
+            for name in group:
+                setattr(merged, name, copy.deepcopy(getattr(form, name)))
+    return merged

@@ -12,6 +12,7 @@ import copy
 import pytest
 
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway, get_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime
@@ -66,7 +67,7 @@ def test_it_reapplies_unchanged_content_without_a_new_resource_version(gateway):
 def test_it_names_the_other_manager_on_an_apply_conflict(gateway, cluster):
     ctr = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     gateway.apply(ctr, body=runtime("shared", num_nodes=2))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     with pytest.raises(kube.KubeConflict) as caught:
         other.apply(ctr, body=runtime("shared", num_nodes=5))
     error = caught.value
@@ -161,7 +162,7 @@ def test_it_translates_injected_statuses(gateway, cluster, status, cls):
 
 def test_it_times_out_a_hanging_server(cluster, settings):
     settings.KUBE_REQUEST_TIMEOUT_SECONDS = 0.5
-    gateway = kube.get_gateway()
+    gateway = get_gateway()
     cluster.inject_fault(method="GET", path="^/version$", action="hang", seconds=3, count=1)
     with pytest.raises(kube.KubeUnavailable) as caught:
         gateway.server_version()
@@ -199,10 +200,10 @@ def test_no_client_exception_leaks_from_any_failure(gateway, cluster):
 
 
 def test_it_caches_the_gateway_until_settings_change(cluster, settings):
-    first = kube.get_gateway()
-    assert kube.get_gateway() is first
+    first = get_gateway()
+    assert get_gateway() is first
     settings.KUBE_REQUEST_TIMEOUT_SECONDS = 7.0
-    second = kube.get_gateway()
+    second = get_gateway()
     assert second is not first
     assert second.settings.timeout == 7.0
 

@@ -6,6 +6,7 @@ import pytest
 
 from sandbox.testing import SandboxProcess
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 
@@ -16,7 +17,7 @@ def sandbox_136():
 
 
 def test_a_136_cluster_gets_v1alpha2_scheduling_objects(sandbox_136):
-    gateway = kube.build_gateway(KubeSettings(config_path=sandbox_136.kubeconfig))
+    gateway = build_gateway(KubeSettings(config_path=sandbox_136.kubeconfig))
     assert gateway.served_versions(kube.SCHEDULING_GROUP) == ["v1", "v1alpha2"]
     assert gateway.resolve(kube.WORKLOAD).version == "v1alpha2"
     assert gateway.resolve(kube.PODGROUP).version == "v1alpha2"

@@ -8,6 +8,7 @@ import pytest
 
 from trainer_portal import kube
 from trainer_portal.kube import errors
+from trainer_portal.kube.client import get_gateway
 
 
 def _all_error_classes():
@@ -88,7 +89,7 @@ def test_it_reports_a_missing_kubeconfig_as_not_configured(settings, tmp_path):
     settings.KUBE_CONFIG_PATH = str(tmp_path / "missing-kubeconfig")
     settings.KUBE_IN_CLUSTER = False
     with pytest.raises(kube.KubeNotConfigured) as caught:
-        kube.get_gateway()
+        get_gateway()
     assert "missing-kubeconfig" in caught.value.message
     assert caught.value.permanent is True
 
@@ -103,7 +104,7 @@ def test_it_reports_an_unknown_context_as_not_configured(settings, tmp_path):
     settings.KUBE_CONFIG_PATH = str(config)
     settings.KUBE_CONTEXT = "nope"
     with pytest.raises(kube.KubeNotConfigured):
-        kube.get_gateway()
+        get_gateway()
 
 
 def test_it_reports_an_unreachable_server_as_transient(settings, tmp_path):
@@ -117,6 +118,6 @@ def test_it_reports_an_unreachable_server_as_transient(settings, tmp_path):
     settings.KUBE_CONFIG_PATH = str(config)
     settings.KUBE_CONTEXT = ""
     with pytest.raises(kube.KubeUnavailable) as caught:
-        kube.get_gateway().server_version()
+        get_gateway().server_version()
     assert caught.value.permanent is False
     assert caught.value.status is None

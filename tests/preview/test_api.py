@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.domain.manifest import dump_yaml
+from runtimes.services import policies as policy_services
 from tests.preview.test_service import BLOCK, RACK, SMALL, ZONE, level1, level2, level3
 
 UNSAVED = "/api/v1/preview/"
@@ -74,7 +74,7 @@ def api(bob) -> APIClient:
 def policies(db, alice):
     """Saved policies at levels 1, 2 and 3."""
     for manifest in (level1(), level2(), level3()):
-        services.policy_create(manifest=manifest, author=alice, message="first", source="api")
+        policy_services.policy_create(manifest=manifest, author=alice, message="first", source="api")
 
 
 def field_paths(response) -> dict[str, str]:
@@ -296,8 +296,9 @@ def _nodes_without_rack_labels(count: int) -> list[dict]:
 def test_it_previews_on_the_live_cluster_once_a_snapshot_exists(api, policies, settings, tmp_path):
     import time
 
-    from runtimes.domain.placement.snapshot import ClusterSnapshot
-    from runtimes.topology import LiveSnapshot, save_live_snapshot, topology_keys
+    from trainer_portal.cluster.snapshots import save_live_snapshot, topology_keys
+    from trainer_portal.placement.snapshot import ClusterSnapshot
+    from trainer_portal.placement.tracker import LiveSnapshot
 
     settings.VAR_DIR = tmp_path
     live_body = {**body(2), "topology": {"source": "live"}}

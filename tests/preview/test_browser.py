@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from runtimes import services
+from runtimes.services import policies as policy_services
 from tests.browser.conftest import _portal_roles, browser, chromium_executable, page  # noqa: F401 — fixtures
 from tests.preview.test_service import level3
 
@@ -22,7 +22,7 @@ def viewer_page(page, django_user_model):  # noqa: F811 — `page` is the import
 
     bob = django_user_model.objects.create_user("bob", password="bob-password-1")
     bob.groups.add(Group.objects.get(name="viewer"))
-    services.policy_create(manifest=level3(), author=bob, message="first", source="api")
+    policy_services.policy_create(manifest=level3(), author=bob, message="first", source="api")
     page.goto("/login/")
     page.fill("#id_username", "bob")
     page.fill("#id_password", "bob-password-1")

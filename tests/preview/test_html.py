@@ -7,9 +7,10 @@ import re
 import pytest
 from django.test import Client
 
-from runtimes import services
 from runtimes.domain.manifest import dump_yaml
-from runtimes.preview_views import field_errors, form_defaults, heatmap_html, request_data_from_form
+from runtimes.forms.preview import field_errors, form_defaults, request_data_from_form
+from runtimes.services import policies as policy_services
+from runtimes.templatetags.runtimes_ui import heatmap_html
 from tests.preview.test_api import alice, bob, charlie  # noqa: F401 — fast persona fixtures
 from tests.preview.test_service import level1, level3
 
@@ -36,7 +37,7 @@ def web(bob) -> Client:  # noqa: F811 — bob is the imported fixture
 @pytest.fixture
 def policies(db, alice):  # noqa: F811 — alice is the imported fixture
     for manifest in (level1(), level3()):
-        services.policy_create(manifest=manifest, author=alice, message="first", source="api")
+        policy_services.policy_create(manifest=manifest, author=alice, message="first", source="api")
 
 
 def rack_cells(html: str) -> int:

@@ -9,17 +9,15 @@ import copy
 
 import pytest
 
+from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.domain.manifest import new_runtime
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
-from runtimes.preview import (
-    CAVEAT,
-    MAX_NUM_NODES,
-    PreviewInputError,
-    SyntheticTopology,
+from runtimes.domain.preview import CAVEAT, PreviewInputError, SyntheticTopology
+from runtimes.services.preview import (
     _synthetic_source,
     preview_manifest,
     preview_request_parse,
 )
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
 
 ZONE = "topology.kubernetes.io/zone"
 BLOCK = "cloud.provider.com/topology-block"

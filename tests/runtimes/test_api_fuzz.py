@@ -87,9 +87,9 @@ def test_create_and_validate_survive_any_json(db, api, path, value):
 
 @pytest.fixture
 def existing(alice):
-    from runtimes import services
+    from runtimes.services import policies as policy_services
 
-    return services.policy_create(manifest=level1(), author=alice, source="api")
+    return policy_services.policy_create(manifest=level1(), author=alice, source="api")
 
 
 @FUZZ

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
 BASE = "/api/v1/runtimes/torch-gang/"
@@ -22,13 +22,13 @@ def api(alice) -> APIClient:
 @pytest.fixture
 def three_revisions(alice, bob):
     """torch-gang at version 3: plain (alice), level 1 (bob), 2 nodes + level 1 (alice)."""
-    services.policy_create(manifest=runtime(), author=alice, message="create", source="form")
-    services.policy_update(
+    policy_services.policy_create(manifest=runtime(), author=alice, message="create", source="form")
+    policy_services.policy_update(
         name="torch-gang", manifest=level1(), expected_version=1, author=bob, message="gang", source="yaml"
     )
     two_nodes = level1()
     two_nodes["spec"]["mlPolicy"]["numNodes"] = 2
-    return services.policy_update(
+    return policy_services.policy_update(
         name="torch-gang", manifest=two_nodes, expected_version=2, author=alice, message="scale", source="api"
     )
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.domain.diff import semantically_equal
 from runtimes.domain.manifest import MAX_MANIFEST_BYTES, dump_many, dump_yaml, load_documents, load_runtimes
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import broken, fast_password_hashing, level1, reference_texts, runtime  # noqa: F401 (autouse fixture)
 
 IMPORT = "/api/v1/runtimes/import/"
@@ -69,7 +69,7 @@ def test_export_is_a_kubectl_ready_attachment(db, api, alice):
     manifest = level1()
     manifest["metadata"].update(uid="abc", resourceVersion="42", managedFields=[{"manager": "kubectl"}])
     manifest["status"] = {"conditions": []}
-    services.policy_create(manifest=manifest, author=alice, source="api")
+    policy_services.policy_create(manifest=manifest, author=alice, source="api")
 
     response = api.get(export("torch-gang"))
 
@@ -82,8 +82,8 @@ def test_export_is_a_kubectl_ready_attachment(db, api, alice):
 
 
 def test_export_of_an_old_revision(db, api, alice):
-    services.policy_create(manifest=runtime(), author=alice, source="api")
-    services.policy_update(name="torch-gang", manifest=level1(), expected_version=1, author=alice, source="api")
+    policy_services.policy_create(manifest=runtime(), author=alice, source="api")
+    policy_services.policy_update(name="torch-gang", manifest=level1(), expected_version=1, author=alice, source="api")
 
     response = api.get(export("torch-gang") + "?revision=1")
 
@@ -100,7 +100,7 @@ def test_export_of_a_missing_policy_is_404(db, api):
 
 
 def test_import_accepts_json_with_text_and_mode(db, api, alice):
-    services.policy_create(manifest=runtime("one"), author=alice, source="api")
+    policy_services.policy_create(manifest=runtime("one"), author=alice, source="api")
     text = dump_many([runtime("one", num_nodes=2), runtime("two")])
 
     response = api.post(IMPORT, {"text": text, "mode": "upsert", "message": "bulk"}, format="json")
@@ -152,7 +152,7 @@ def test_import_is_all_or_nothing_with_document_and_line(db, api):
 
 
 def test_create_only_import_of_an_existing_name_is_400(db, api, alice):
-    services.policy_create(manifest=runtime(), author=alice, source="api")
+    policy_services.policy_create(manifest=runtime(), author=alice, source="api")
 
     response = api.post(IMPORT, data=dump_yaml(runtime()), content_type="application/yaml")
 

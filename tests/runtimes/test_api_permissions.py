@@ -7,9 +7,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
 # (method, path, body) — each a read or a write; writes succeed for alice.
@@ -36,8 +36,10 @@ IDS = [f"{method}:{path}" for method, path, _ in ENDPOINTS]
 
 @pytest.fixture
 def policy(alice):
-    services.policy_create(manifest=runtime(), author=alice, source="api")
-    return services.policy_update(name="torch-gang", manifest=level1(), expected_version=1, author=alice, source="api")
+    policy_services.policy_create(manifest=runtime(), author=alice, source="api")
+    return policy_services.policy_update(
+        name="torch-gang", manifest=level1(), expected_version=1, author=alice, source="api"
+    )
 
 
 def call(client: APIClient, method: str, path: str, body):

@@ -11,9 +11,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import broken, fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
 LIST = "/api/v1/runtimes/"
@@ -33,7 +33,7 @@ def api(alice) -> APIClient:
 
 @pytest.fixture
 def policy(alice):
-    return services.policy_create(manifest=level1(), author=alice, message="first", source="api")
+    return policy_services.policy_create(manifest=level1(), author=alice, message="first", source="api")
 
 
 def fields(response) -> dict[str, str]:
@@ -87,7 +87,7 @@ def test_it_lists_policies_with_their_summary(db, api, policy):
 )
 def test_it_filters_orders_and_paginates(db, api, alice, query, expected):
     for manifest in (runtime("alpha"), level1("beta"), runtime("gamma")):
-        services.policy_create(manifest=manifest, author=alice, source="api")
+        policy_services.policy_create(manifest=manifest, author=alice, source="api")
 
     response = api.get(LIST + query)
 
@@ -106,7 +106,7 @@ def test_it_rejects_bad_filters(db, api, query):
 @pytest.mark.parametrize("count", [1, 12])
 def test_the_list_costs_a_fixed_number_of_queries(db, api, alice, count, django_assert_max_num_queries):
     for index in range(count):
-        services.policy_create(manifest=runtime(f"policy-{index}"), author=alice, source="api")
+        policy_services.policy_create(manifest=runtime(f"policy-{index}"), author=alice, source="api")
 
     # session, user, groups, count, page (creator and editor are joined).
     with django_assert_max_num_queries(5):
@@ -134,7 +134,7 @@ def test_an_unknown_or_impossible_name_is_404(db, api, name):
 def test_html_in_annotations_is_returned_verbatim(db, api, alice):
     manifest = runtime("xss")
     manifest["metadata"]["annotations"] = {"note": "<script>alert('x')</script>&amp;"}
-    services.policy_create(manifest=manifest, author=alice, source="api")
+    policy_services.policy_create(manifest=manifest, author=alice, source="api")
 
     response = api.get(detail("xss"))
 

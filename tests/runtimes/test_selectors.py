@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import selectors, services
+from runtimes import selectors
 from runtimes.errors import PolicyNotFound, RevisionNotFound
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
 
 @pytest.fixture
 def policies(alice):
     for manifest in (runtime("alpha"), level1("beta"), runtime("gamma")):
-        services.policy_create(manifest=manifest, author=alice, source="api")
+        policy_services.policy_create(manifest=manifest, author=alice, source="api")
     RuntimePolicy.objects.filter(name="gamma").update(sync_state="synced", framework="mpi")
 
 
@@ -58,8 +59,8 @@ def test_policy_frameworks(db, policies):
 
 
 def test_revisions_and_diff(db, alice):
-    policy = services.policy_create(manifest=runtime(), author=alice, source="api")
-    services.policy_update(name=policy.name, manifest=level1(), expected_version=1, author=alice, source="form")
+    policy = policy_services.policy_create(manifest=runtime(), author=alice, source="api")
+    policy_services.policy_update(name=policy.name, manifest=level1(), expected_version=1, author=alice, source="form")
 
     assert [r.number for r in selectors.revision_list(policy=policy)] == [2, 1]
     assert selectors.revision_get(policy=policy, number=2).source == "form"
@@ -71,7 +72,7 @@ def test_revisions_and_diff(db, alice):
 
 @pytest.mark.parametrize(("from_number", "to_number"), [(1, 5), (5, 1)])
 def test_revision_diff_of_a_missing_revision_raises(db, alice, from_number, to_number):
-    policy = services.policy_create(manifest=runtime(), author=alice, source="api")
+    policy = policy_services.policy_create(manifest=runtime(), author=alice, source="api")
 
     with pytest.raises(RevisionNotFound):
         selectors.revision_diff(policy=policy, from_number=from_number, to_number=to_number)

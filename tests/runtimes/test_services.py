@@ -5,11 +5,8 @@ The helpers at the top (`runtime`, `level1`, `broken`, `reference_texts`) are sh
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
-from runtimes import services
 from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.diff import semantically_equal
 from runtimes.domain.manifest import dump_many, dump_yaml, new_runtime
@@ -22,6 +19,7 @@ from runtimes.errors import (
     StaleVersion,
 )
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import policies as policy_services
 from tests.fixture_paths import REFERENCE_RUNTIMES
 
 
@@ -63,7 +61,7 @@ def reference_texts() -> dict[str, str]:
 
 
 def create(manifest: dict, author, message: str = "first") -> RuntimePolicy:
-    return services.policy_create(manifest=manifest, author=author, message=message, source=RevisionSource.API)
+    return policy_services.policy_create(manifest=manifest, author=author, message=message, source=RevisionSource.API)
 
 
 # --------------------------------------------------------------------------------------------------- create
@@ -137,7 +135,7 @@ def test_it_stores_warnings(db, alice):
     manifest["spec"]["template"]["spec"]["replicatedJobs"].append(
         {"name": "helper", "template": {"spec": {"template": {"spec": {"containers": [{"name": "h", "image": "x"}]}}}}}
     )
-    report = services.policy_validate(manifest=manifest)
+    report = policy_services.policy_validate(manifest=manifest)
     assert report.ok and report.warnings
 
     policy = create(manifest, alice)
@@ -167,7 +165,7 @@ def test_it_refuses_a_taken_name(db, alice):
 
 
 def update(manifest: dict, version: int, author, name: str = "torch-gang") -> RuntimePolicy:
-    return services.policy_update(
+    return policy_services.policy_update(
         name=name, manifest=manifest, expected_version=version, author=author, message="edit", source="api"
     )
 
@@ -213,7 +211,7 @@ def test_exactly_one_of_two_updates_from_the_same_version_wins(db, alice, bob):
 def test_the_compare_and_set_guards_the_write_itself(db, alice, monkeypatch):
     """Even when the version check passes at read time, a concurrent save between read and write loses nothing."""
     create(runtime(), alice)
-    real_get = services._get_policy
+    real_get = policy_services._get_policy
 
     def get_then_race(name):
         policy = real_get(name)
@@ -221,7 +219,7 @@ def test_the_compare_and_set_guards_the_write_itself(db, alice, monkeypatch):
         RuntimePolicy.objects.filter(pk=policy.pk).update(version=2)
         return policy
 
-    monkeypatch.setattr(services, "_get_policy", get_then_race)
+    monkeypatch.setattr(policy_services, "_get_policy", get_then_race)
     with pytest.raises(StaleVersion) as caught:
         update(runtime(num_nodes=5), 1, alice)
 
@@ -256,7 +254,7 @@ def test_update_of_a_missing_policy_raises_not_found(db, alice):
 def test_patch_merges_and_deletes_keys(db, alice):
     create(level1(), alice)
 
-    policy = services.policy_patch(
+    policy = policy_services.policy_patch(
         name="torch-gang",
         patch={"spec": {"mlPolicy": {"numNodes": 4}, "scheduling": None}},
         expected_version=1,
@@ -274,23 +272,7 @@ def test_patch_checks_the_version_first(db, alice):
     update(runtime(num_nodes=2), 1, alice)
 
     with pytest.raises(StaleVersion):
-        services.policy_patch(name="torch-gang", patch={"spec": {}}, expected_version=1, author=alice)
-
-
-@pytest.mark.parametrize(
-    ("target", "patch", "expected"),
-    [
-        ({"a": 1, "b": {"c": 2}}, {"b": {"c": None, "d": 3}}, {"a": 1, "b": {"d": 3}}),
-        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
-        ({"a": 1}, {"a": {"b": 1}}, {"a": {"b": 1}}),
-        ({"a": {"b": 1}}, {"a": "x"}, {"a": "x"}),
-    ],
-)
-def test_merge_patch_follows_rfc_7396(target, patch, expected):
-    original = copy.deepcopy(target)
-
-    assert services.merge_patch(target, patch) == expected
-    assert target == original
+        policy_services.policy_patch(name="torch-gang", patch={"spec": {}}, expected_version=1, author=alice)
 
 
 # --------------------------------------------------------------------------------------------------- rollback
@@ -300,7 +282,7 @@ def test_rollback_makes_a_new_revision_with_the_old_manifest(db, alice):
     create(runtime(), alice)
     update(level1(), 1, alice)
 
-    policy = services.policy_rollback(name="torch-gang", to_revision=1, expected_version=2, author=alice)
+    policy = policy_services.policy_rollback(name="torch-gang", to_revision=1, expected_version=2, author=alice)
 
     assert policy.version == 3
     assert policy.manifest == runtime()
@@ -313,7 +295,7 @@ def test_rollback_to_a_missing_revision_raises(db, alice):
     create(runtime(), alice)
 
     with pytest.raises(RevisionNotFound):
-        services.policy_rollback(name="torch-gang", to_revision=9, expected_version=1, author=alice)
+        policy_services.policy_rollback(name="torch-gang", to_revision=9, expected_version=1, author=alice)
 
 
 def test_rollback_from_a_stale_version_raises(db, alice):
@@ -321,7 +303,7 @@ def test_rollback_from_a_stale_version_raises(db, alice):
     update(level1(), 1, alice)
 
     with pytest.raises(StaleVersion):
-        services.policy_rollback(name="torch-gang", to_revision=1, expected_version=1, author=alice)
+        policy_services.policy_rollback(name="torch-gang", to_revision=1, expected_version=1, author=alice)
 
 
 # --------------------------------------------------------------------------------------------------- delete
@@ -330,7 +312,7 @@ def test_rollback_from_a_stale_version_raises(db, alice):
 def test_delete_removes_the_policy_and_its_history(db, alice):
     create(runtime(), alice)
 
-    services.policy_delete(name="torch-gang", expected_version=1, actor=alice)
+    policy_services.policy_delete(name="torch-gang", expected_version=1, actor=alice)
 
     assert not RuntimePolicy.objects.exists()
     assert not PolicyRevision.objects.exists()
@@ -341,13 +323,13 @@ def test_delete_with_a_stale_version_keeps_the_policy(db, alice):
     update(level1(), 1, alice)
 
     with pytest.raises(StaleVersion):
-        services.policy_delete(name="torch-gang", expected_version=1, actor=alice)
+        policy_services.policy_delete(name="torch-gang", expected_version=1, actor=alice)
     assert RuntimePolicy.objects.exists()
 
 
 def test_delete_of_a_missing_policy_raises(db, alice):
     with pytest.raises(PolicyNotFound):
-        services.policy_delete(name="nope", actor=alice)
+        policy_services.policy_delete(name="nope", actor=alice)
 
 
 # --------------------------------------------------------------------------------------------------- import
@@ -357,7 +339,7 @@ def test_it_imports_the_reference_runtimes_and_they_round_trip(db, alice):
     texts = reference_texts()
     assert len(texts) == 3
 
-    result = services.policies_import(text="---\n".join(texts.values()), author=alice, message="seed")
+    result = policy_services.policies_import(text="---\n".join(texts.values()), author=alice, message="seed")
 
     assert sorted(result.created) == ["deepspeed-distributed", "torch-distributed", "torchtune-qwen2.5-1.5b"]
     assert result.updated == result.unchanged == []
@@ -375,7 +357,7 @@ def test_import_is_all_or_nothing(db, alice):
     text = dump_many([runtime("good-one"), broken("bad-one"), runtime("good-two")])
 
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=text, author=alice)
+        policy_services.policies_import(text=text, author=alice)
 
     assert [d["document"] for d in caught.value.documents] == [1]
     bad = caught.value.documents[0]
@@ -390,7 +372,7 @@ def test_import_reports_the_line_where_each_document_starts(db, alice):
     second_start = text.splitlines().index("---") + 2
 
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=text, author=alice)
+        policy_services.policies_import(text=text, author=alice)
 
     assert caught.value.documents[0]["line"] == second_start
     assert caught.value.problems[0]["document"] == 1
@@ -408,7 +390,7 @@ def test_import_reports_the_line_where_each_document_starts(db, alice):
 )
 def test_import_reports_parse_errors(db, alice, text, needle):
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=text, author=alice)
+        policy_services.policies_import(text=text, author=alice)
 
     assert needle in str(caught.value).lower() or needle in str(caught.value.problems).lower()
     assert not RuntimePolicy.objects.exists()
@@ -418,7 +400,7 @@ def test_import_reports_yaml_errors_with_line_and_column(db, alice):
     text = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\nmetadata:\n  name: [\n"
 
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=text, author=alice)
+        policy_services.policies_import(text=text, author=alice)
 
     problem = caught.value.problems[0]
     assert problem["line"] is not None and problem["column"] is not None
@@ -426,7 +408,7 @@ def test_import_reports_yaml_errors_with_line_and_column(db, alice):
 
 def test_import_refuses_duplicate_names_in_one_input(db, alice):
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=dump_many([runtime("same"), runtime("same")]), author=alice)
+        policy_services.policies_import(text=dump_many([runtime("same"), runtime("same")]), author=alice)
 
     assert caught.value.documents[0]["document"] == 1
     assert caught.value.documents[0]["problems"][0]["code"] == "duplicate"
@@ -436,7 +418,7 @@ def test_create_only_import_refuses_existing_names(db, alice):
     create(runtime("existing"), alice)
 
     with pytest.raises(ImportInvalid) as caught:
-        services.policies_import(text=dump_many([runtime("new-one"), runtime("existing")]), author=alice)
+        policy_services.policies_import(text=dump_many([runtime("new-one"), runtime("existing")]), author=alice)
 
     assert caught.value.documents[0]["problems"][0]["code"] == "exists"
     assert RuntimePolicy.objects.count() == 1
@@ -447,7 +429,7 @@ def test_upsert_import_creates_updates_and_skips_unchanged(db, alice):
     create(runtime("changed"), alice)
     text = dump_many([runtime("same"), runtime("changed", num_nodes=3), runtime("brand-new")])
 
-    result = services.policies_import(text=text, author=alice, mode=ImportMode.UPSERT, message="sync")
+    result = policy_services.policies_import(text=text, author=alice, mode=ImportMode.UPSERT, message="sync")
 
     assert (result.created, result.updated, result.unchanged) == (["brand-new"], ["changed"], ["same"])
     assert [d.action for d in result.documents] == ["unchanged", "updated", "created"]
@@ -460,21 +442,21 @@ def test_upsert_import_creates_updates_and_skips_unchanged(db, alice):
 def test_import_accepts_json(db, alice):
     import json
 
-    result = services.policies_import(text=json.dumps(runtime("from-json")), author=alice)
+    result = policy_services.policies_import(text=json.dumps(runtime("from-json")), author=alice)
 
     assert result.created == ["from-json"]
 
 
 def test_import_rejects_an_unknown_mode(db, alice):
     with pytest.raises(ValueError):
-        services.policies_import(text=dump_yaml(runtime()), author=alice, mode="merge")
+        policy_services.policies_import(text=dump_yaml(runtime()), author=alice, mode="merge")
 
 
 # --------------------------------------------------------------------------------------------------- validate
 
 
 def test_validate_saves_nothing_and_reports_errors(db):
-    report = services.policy_validate(manifest=broken())
+    report = policy_services.policy_validate(manifest=broken())
 
     assert not report.ok
     assert not RuntimePolicy.objects.exists()
@@ -524,11 +506,11 @@ def test_validation_follows_the_composite_setting(db, alice, settings):
     manifest = level1()
     manifest["spec"]["scheduling"]["replicatedJobs"] = [{"targetReplicatedJobs": ["node"]}]
     settings.SCHEDULING_COMPOSITE_ENABLED = False
-    assert not services.policy_validate(manifest=manifest).ok
+    assert not policy_services.policy_validate(manifest=manifest).ok
 
     settings.SCHEDULING_COMPOSITE_ENABLED = True
 
-    assert services.policy_validate(manifest=manifest).ok
+    assert policy_services.policy_validate(manifest=manifest).ok
     assert create(manifest, alice).scheduling_mode == "composite"
 
 
@@ -548,7 +530,7 @@ def test_an_update_without_a_name_says_which_name_to_keep(db, alice):
 def test_it_refuses_names_that_collide_with_fixed_urls(db, alice, reserved):
     from runtimes.domain.manifest import new_runtime
     from runtimes.errors import PolicyInvalid
-    from runtimes.services import policy_create
+    from runtimes.services.policies import policy_create
 
     with pytest.raises(PolicyInvalid) as excinfo:
         policy_create(manifest=new_runtime(reserved), author=alice, source="api")

@@ -12,10 +12,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtimes.domain.placement.engine import PlacementRequest, place
-from runtimes.domain.placement.snapshot import ClusterSnapshot, TopologyKeys
 from sandbox.controllers.fit import try_place
 from sandbox.topology import NodeShape, make_node
+from trainer_portal.placement.engine import PlacementRequest, place
+from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys
 
 KEYS = TopologyKeys()
 LEVEL_KEYS = [None, KEYS.zone, KEYS.block, KEYS.rack]

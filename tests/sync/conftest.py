@@ -33,7 +33,7 @@ def admin(django_user_model):
 @pytest.fixture
 def make_policy(db, admin):
     """Create a policy from ``runtime_manifest(name, **kwargs)`` through the real service; return it."""
-    from runtimes.services import policy_create
+    from runtimes.services.policies import policy_create
 
     def make(name: str, **kwargs):
         return policy_create(manifest=runtime_manifest(name, **kwargs), author=admin, message="test")
@@ -43,7 +43,7 @@ def make_policy(db, admin):
 
 def edit_policy(policy, admin, **kwargs):
     """Save a new revision of ``policy`` with ``runtime_manifest(policy.name, **kwargs)``; return the policy."""
-    from runtimes.services import policy_update
+    from runtimes.services.policies import policy_update
 
     return policy_update(
         name=policy.name,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
-from trainer_portal import kube
+from runtimes.services import sync
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
@@ -50,7 +50,7 @@ def test_it_accepts_a_sync_with_a_status_url_and_applies_on_commit(
 
 def test_the_runtime_representation_shows_the_sync_state(cluster, make_policy, as_alice, eager_celery):
     policy = make_policy("api-repr")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
     body = as_alice.get("/api/v1/runtimes/api-repr/").json()
     assert body["sync"]["state"] == "synced"
     assert body["sync"]["appliedRevision"] == 1
@@ -103,40 +103,30 @@ def test_bulk_sync_names_unknown_policies(make_policy, as_alice):
     assert response.json()["error"]["fields"][0]["path"] == "names"
 
 
-def test_an_unknown_sync_job_is_404(as_alice):
-    assert as_alice.get("/api/v1/sync-jobs/0123/").status_code == 404
+def test_an_unknown_sync_batch_is_404_on_both_paths(as_alice):
+    for path in ("/api/v1/sync-batches/0123/", "/api/v1/sync-jobs/0123/", f"/api/v1/sync-batches/{'f' * 32}/"):
+        response = as_alice.get(path)
+        assert response.status_code == 404, path
+        assert response.json()["error"]["code"] == "not_found"
 
 
-def test_the_cluster_endpoint_reports_versions_apis_and_the_crd_probe(cluster, as_bob):
-    body = as_bob.get("/api/v1/cluster/").json()
-    assert body["reachable"] is True
-    assert body["version"]["git_version"].startswith("v1.37")
-    served = {api["group_version"]: api["served"] for api in body["apis"]}
-    assert served["trainer.kubeflow.org/v1alpha1"] is True
-    assert served["scheduling.k8s.io/v1beta1"] is True
-    assert served["scheduling.k8s.io/v1alpha2"] is False
-    assert next(api for api in body["apis"] if not api["served"])["hint"]
-    assert body["crd_scheduling"]["accepted"] is True
-    checked = {(p["verb"], p["resource"]) for p in body["permissions"]}
-    assert ("patch", "clustertrainingruntimes.trainer.kubeflow.org") in checked
+def test_the_deprecated_sync_jobs_path_answers_like_sync_batches(make_policy, as_alice):
+    make_policy("alias-a")
+    accepted = as_alice.post("/api/v1/runtimes/sync/", {}, format="json").json()
+    assert accepted["statusUrl"] == f"/api/v1/sync-batches/{accepted['batch']}/"
+    assert accepted["job"] == accepted["batch"]
+    new = as_alice.get(accepted["statusUrl"]).json()
+    old = as_alice.get(f"/api/v1/sync-jobs/{accepted['job']}/").json()
+    assert new == old
+    assert (new["total"], new["id"]) == (1, accepted["batch"])
 
 
-def test_the_cluster_endpoint_reports_an_unreachable_cluster_with_a_hint(settings, tmp_path, as_bob):
-    config = tmp_path / "kubeconfig"
-    config.write_text(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:9'}\n"
-        "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: a\n  context: {cluster: c, user: u}\n"
-        "current-context: a\n"
-    )
-    settings.KUBE_CONFIG_PATH = str(config)
-    body = as_bob.get("/api/v1/cluster/").json()
-    assert body["reachable"] is False
-    assert "connection" in body["error"]
-    assert "kubeconfig" in body["hint"]
+
+
 
 
 def test_adopt_endpoint_is_idempotent(cluster, ctr, as_alice):
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
     other.apply(ctr, body=runtime_manifest("live-one"))
     first = as_alice.post("/api/v1/cluster/adopt/").json()
     second = as_alice.post("/api/v1/cluster/adopt/").json()
@@ -147,8 +137,8 @@ def test_adopt_endpoint_is_idempotent(cluster, ctr, as_alice):
 def test_drift_resolve_adopt_and_reapply(cluster, gateway, ctr, make_policy, as_alice, eager_celery,
                                          django_capture_on_commit_callbacks):
     policy = make_policy("api-drift")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("api-drift", num_nodes=9), force=True)
 
     check = as_alice.post("/api/v1/runtimes/api-drift/drift/check/").json()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import RevisionSource, SyncState
+from runtimes.domain.drift import REVISION_ANNOTATION
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import sync
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
@@ -16,20 +18,20 @@ pytestmark = pytest.mark.django_db
 
 
 def _sync(policy, force=False):
-    revision = sync.runtime_sync_request(policy=policy)
-    return sync.runtime_sync(policy_id=policy.pk, revision=revision, force=force)
+    revision = sync.policy_sync_request(policy=policy)
+    return sync.policy_sync(policy_id=policy.pk, revision=revision, force=force)
 
 
 @pytest.fixture
 def other(cluster):
     """A second client with another field manager, playing `kubectl edit`."""
-    return kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    return build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
 
 
 def test_a_synced_policy_has_no_drift(cluster, make_policy):
     policy = make_policy("calm")
     _sync(policy)
-    result = sync.runtime_drift_check(policy_id=policy.pk)
+    result = sync.policy_drift_check(policy_id=policy.pk)
     assert result.drifted is False
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCED
 
@@ -39,7 +41,7 @@ def test_a_change_by_another_manager_is_drift_naming_that_manager(cluster, ctr, 
     _sync(policy)
     other.apply(ctr, body=runtime_manifest("edited", num_nodes=7), force=True)
 
-    result = sync.runtime_drift_check(policy_id=policy.pk)
+    result = sync.policy_drift_check(policy_id=policy.pk)
 
     assert result.drifted is True
     assert "kubectl-edit" in result.managers
@@ -56,23 +58,23 @@ def test_a_field_added_by_another_manager_is_drift(cluster, gateway, ctr, other,
     extra["metadata"]["labels"]["team"] = "vision"
     other.apply(ctr, body=extra)
 
-    result = sync.runtime_drift_check(policy_id=policy.pk)
+    result = sync.policy_drift_check(policy_id=policy.pk)
 
     assert result.drifted is True
     assert any(change["path"] == "metadata.labels.team" for change in result.changes)
 
     # Re-applying ours with force removes the foreign field too, so the drift is really gone.
-    revision = sync.runtime_sync_request(policy=RuntimePolicy.objects.get(pk=policy.pk))
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision, force=True).outcome == "applied"
+    revision = sync.policy_sync_request(policy=RuntimePolicy.objects.get(pk=policy.pk))
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision, force=True).outcome == "applied"
     assert "team" not in gateway.get(ctr, name="labelled")["metadata"]["labels"]
-    assert sync.runtime_drift_check(policy_id=policy.pk).drifted is False
+    assert sync.policy_drift_check(policy_id=policy.pk).drifted is False
 
 
 def test_a_deleted_object_is_drift(cluster, gateway, ctr, make_policy):
     policy = make_policy("vanished")
     _sync(policy)
     gateway.delete(ctr, name="vanished")
-    result = sync.runtime_drift_check(policy_id=policy.pk)
+    result = sync.policy_drift_check(policy_id=policy.pk)
     assert result.drifted and result.missing
 
 
@@ -82,7 +84,7 @@ def test_the_periodic_check_lists_once_and_flags_only_drifted(cluster, ctr, othe
     _sync(edited)
     other.apply(ctr, body=runtime_manifest("p-edited", num_nodes=3), force=True)
 
-    drifted = sync.runtimes_drift_check_all()
+    drifted = sync.policies_drift_check_all()
 
     assert [result.name for result in drifted] == ["p-edited"]
     states = dict(RuntimePolicy.objects.values_list("name", "sync_state"))
@@ -93,38 +95,38 @@ def test_reapply_forces_ours_back(cluster, gateway, ctr, other, make_policy, adm
     policy = make_policy("reapplied")
     _sync(policy)
     other.apply(ctr, body=runtime_manifest("reapplied", num_nodes=7), force=True)
-    sync.runtime_drift_check(policy_id=policy.pk)
+    sync.policy_drift_check(policy_id=policy.pk)
     policy.refresh_from_db()
 
-    revision = sync.runtime_drift_resolve(policy=policy, action="reapply", actor=admin)
+    revision = sync.policy_drift_resolve(policy=policy, action="reapply", actor=admin)
     # Without force, the other manager's ownership of numNodes is a permanent conflict naming it.
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "failed"
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "failed"
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert '"kubectl-edit"' in row.last_sync_error
-    revision = sync.runtime_sync_request(policy=row)
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision, force=True).outcome == "applied"
+    revision = sync.policy_sync_request(policy=row)
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision, force=True).outcome == "applied"
 
     assert gateway.get(ctr, name="reapplied")["spec"]["mlPolicy"]["numNodes"] == 2
-    assert sync.runtime_drift_check(policy_id=policy.pk).drifted is False
+    assert sync.policy_drift_check(policy_id=policy.pk).drifted is False
 
 
 def test_adopt_makes_a_new_revision_without_writing(cluster, gateway, ctr, other, make_policy, admin):
     policy = make_policy("adoptee")
     _sync(policy)
     other.apply(ctr, body=runtime_manifest("adoptee", num_nodes=5), force=True)
-    sync.runtime_drift_check(policy_id=policy.pk)
+    sync.policy_drift_check(policy_id=policy.pk)
     live_rv = gateway.get(ctr, name="adoptee")["metadata"]["resourceVersion"]
     policy.refresh_from_db()
 
-    assert sync.runtime_drift_resolve(policy=policy, action="adopt", actor=admin) is None
+    assert sync.policy_drift_resolve(policy=policy, action="adopt", actor=admin) is None
 
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert (row.version, row.sync_state, row.applied_revision) == (2, SyncState.SYNCED, 2)
     assert row.manifest["spec"]["mlPolicy"]["numNodes"] == 5
-    assert sync.REVISION_ANNOTATION not in (row.manifest["metadata"].get("annotations") or {})
+    assert REVISION_ANNOTATION not in (row.manifest["metadata"].get("annotations") or {})
     assert PolicyRevision.objects.get(policy=row, number=2).source == RevisionSource.ADOPT
     assert gateway.get(ctr, name="adoptee")["metadata"]["resourceVersion"] == live_rv
-    assert sync.runtime_drift_check(policy_id=policy.pk).drifted is False
+    assert sync.policy_drift_check(policy_id=policy.pk).drifted is False
 
 
 def test_adoption_imports_every_runtime_once(cluster, ctr, other, admin, make_policy):
@@ -132,8 +134,8 @@ def test_adoption_imports_every_runtime_once(cluster, ctr, other, admin, make_po
         other.apply(ctr, body=runtime_manifest(name))
     make_policy("adopt-b", num_nodes=9)  # already in the portal, different content
 
-    first = sync.runtimes_adopt(actor=admin)
-    second = sync.runtimes_adopt(actor=admin)
+    first = sync.policies_adopt(actor=admin)
+    second = sync.policies_adopt(actor=admin)
 
     assert (first.created, first.differing) == (["adopt-a"], ["adopt-b"])
     assert (second.created, second.unchanged, second.differing) == ([], ["adopt-a"], ["adopt-b"])
@@ -149,7 +151,7 @@ def test_adoption_reports_runtimes_the_portal_refuses(cluster, ctr, other, admin
         "name"
     ] = "trainer"  # the webhook rule: the trainer ancestor needs a container named "node"
     other.apply(ctr, body=bad)
-    result = sync.runtimes_adopt(actor=admin)
+    result = sync.policies_adopt(actor=admin)
     assert list(result.failed) == ["adopt-bad"]
     assert not RuntimePolicy.objects.filter(name="adopt-bad").exists()
 
@@ -168,7 +170,7 @@ def test_impact_lists_referencing_trainjobs_and_pod_groups(cluster, gateway, mak
     })
     policy = edit_policy(policy, admin, num_nodes=4)
 
-    impact = sync.runtime_sync_impact(policy=policy, num_nodes=4)
+    impact = sync.policy_sync_impact(policy=policy, num_nodes=4)
 
     assert [(job["namespace"], job["name"]) for job in impact["trainjobs"]] == [("team-a", "job-1")]
     assert "created after" in impact["note"]

@@ -2,44 +2,18 @@
 
 from __future__ import annotations
 
-import html
-
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
+from runtimes.services import sync
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 from .conftest import runtime_manifest
 
 pytestmark = pytest.mark.django_db
-
-
-def test_the_cluster_page_shows_status_apis_probe_and_permissions(cluster, client, bob):
-    client.force_login(bob)
-    response = client.get("/cluster/")
-    assert response.status_code == 200
-    page = response.content.decode()
-    assert "reachable" in page and "v1.37.0-sandbox" in page
-    assert "trainer.kubeflow.org/v1alpha1" in page and "scheduling.k8s.io/v1alpha3" in page
-    assert "spec.scheduling" in page
-    assert "clustertrainingruntimes.trainer.kubeflow.org" in page
-    assert "Apply all policies" not in page  # viewers get no write buttons
-
-
-def test_the_cluster_page_explains_an_unreachable_cluster(settings, tmp_path, client, bob):
-    settings.KUBE_CONFIG_PATH = str(tmp_path / "absent")
-    client.force_login(bob)
-    page = client.get("/cluster/").content.decode()
-    assert "unreachable" in page
-    assert "TRAINER_PORTAL_KUBECONFIG" in page
-
-
-def test_no_role_gets_403(client, charlie):
-    client.force_login(charlie)
-    assert client.get("/cluster/").status_code == 403
 
 
 def test_bulk_apply_redirects_to_live_progress(cluster, client, alice, make_policy, eager_celery,
@@ -77,8 +51,8 @@ def test_the_impact_page_and_apply_button(cluster, client, alice, make_policy, e
 
 def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alice, make_policy):
     policy = make_policy("page-drift")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("page-drift", num_nodes=6), force=True)
     client.force_login(alice)
 
@@ -105,7 +79,7 @@ def test_the_sync_panel_lists_server_errors_by_field(client, bob, make_policy):
 
 def test_deleting_from_the_cluster_warns_about_trainjobs(cluster, gateway, ctr, client, alice, make_policy):
     policy = make_policy("page-del")
-    sync.runtime_sync(policy_id=policy.pk, revision=sync.runtime_sync_request(policy=policy))
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
     gateway.create(gateway.resolve(kube.TRAINJOB), body={
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": "uses-it", "namespace": "default"}, "spec": {"runtimeRef": {"name": "page-del"}},
@@ -119,7 +93,7 @@ def test_deleting_from_the_cluster_warns_about_trainjobs(cluster, gateway, ctr, 
 
 
 def test_adopt_page(cluster, ctr, client, alice):
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl"))
     other.apply(ctr, body=runtime_manifest("page-live"))
     client.force_login(alice)
     page = client.post("/cluster/adopt/").content.decode()
@@ -127,9 +101,21 @@ def test_adopt_page(cluster, ctr, client, alice):
     assert RuntimePolicy.objects.filter(name="page-live").exists()
 
 
-def test_the_cluster_page_names_a_missing_permission_and_how_to_grant_it(cluster, client, bob):
-    cluster.deny_access({"verb": "patch", "group": "trainer.kubeflow.org", "resource": "clustertrainingruntimes"})
+def test_the_impact_page_names_a_bad_num_nodes_instead_of_ignoring_it(cluster, client, bob, make_policy):
+    make_policy("page-impact-bad")
     client.force_login(bob)
-    page = html.unescape(client.get("/cluster/").content.decode())
-    assert 'Grant "patch" on clustertrainingruntimes.trainer.kubeflow.org' in page
-    assert "kubectl auth can-i patch" in page
+    for bad in ("abc", "0", "100001"):
+        response = client.get(f"/cluster/runtimes/page-impact-bad/impact/?numNodes={bad}")
+        assert response.status_code == 200
+        assert "numNodes must be a whole number from 1 to 100000" in response.content.decode(), bad
+    page = client.get("/cluster/runtimes/page-impact-bad/impact/?numNodes=3").content.decode()
+    assert "PodGroups for numNodes 3" in page and "must be a whole number" not in page
+
+
+def test_a_viewer_may_read_the_drift_page_but_not_act_on_it(cluster, client, bob, make_policy):
+    policy = make_policy("page-drift-ro")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    client.force_login(bob)
+    assert client.get("/cluster/runtimes/page-drift-ro/drift/").status_code == 200
+    assert client.post("/cluster/runtimes/page-drift-ro/drift/", {"action": "adopt"}).status_code == 403
+    assert RuntimePolicy.objects.get(pk=policy.pk).version == 1

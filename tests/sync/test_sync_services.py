@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import uuid
 
-from runtimes import sync
+import pytest
+from django.utils import timezone
+
 from runtimes.choices import SyncState
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.domain.drift import REVISION_ANNOTATION
+from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
+from runtimes.services import sync, sync_batches
 from trainer_portal import kube
 
 from .conftest import edit_policy, runtime_manifest
@@ -15,18 +19,18 @@ pytestmark = pytest.mark.django_db
 
 
 def _synced(policy, **kwargs):
-    revision = sync.runtime_sync_request(policy=policy)
-    return sync.runtime_sync(policy_id=policy.pk, revision=revision, **kwargs)
+    revision = sync.policy_sync_request(policy=policy)
+    return sync.policy_sync(policy_id=policy.pk, revision=revision, **kwargs)
 
 
 def test_it_queues_then_applies_and_records_the_result(cluster, gateway, ctr, make_policy):
     policy = make_policy("alpha")
     assert policy.sync_state == SyncState.DRAFT
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
     assert revision == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.QUEUED
 
-    result = sync.runtime_sync(policy_id=policy.pk, revision=1)
+    result = sync.policy_sync(policy_id=policy.pk, revision=1)
 
     assert result.outcome == "applied"
     live = gateway.get(ctr, name="alpha")
@@ -36,7 +40,7 @@ def test_it_queues_then_applies_and_records_the_result(cluster, gateway, ctr, ma
     assert row.applied_resource_version == live["metadata"]["resourceVersion"]
     assert row.last_synced_at is not None and row.last_sync_error == ""
     assert live["spec"]["mlPolicy"]["numNodes"] == 2
-    assert live["metadata"]["annotations"][sync.REVISION_ANNOTATION] == "1"
+    assert live["metadata"]["annotations"][REVISION_ANNOTATION] == "1"
     assert [m["manager"] for m in live["metadata"]["managedFields"]] == ["trainer-portal"]
 
 
@@ -85,27 +89,27 @@ def test_server_validation_errors_are_recorded_field_by_field(cluster, gateway, 
 
 def test_a_transient_error_is_raised_for_retry_and_leaves_the_state_syncing(cluster, make_policy):
     policy = make_policy("flaky")
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=1)
 
     with pytest.raises(kube.KubeUnavailable):
-        sync.runtime_sync(policy_id=policy.pk, revision=revision)
+        sync.policy_sync(policy_id=policy.pk, revision=revision)
 
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert row.sync_state == SyncState.SYNCING
     assert row.last_sync_error.startswith("Retrying:")
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
 
 
 def test_a_superseded_revision_does_nothing(cluster, gateway, ctr, make_policy, admin):
     policy = make_policy("racy")
-    old = sync.runtime_sync_request(policy=policy)
+    old = sync.policy_sync_request(policy=policy)
     policy = edit_policy(policy, admin, num_nodes=8)
-    new = sync.runtime_sync_request(policy=policy)
+    new = sync.policy_sync_request(policy=policy)
 
-    assert sync.runtime_sync(policy_id=policy.pk, revision=old).outcome == "superseded"
+    assert sync.policy_sync(policy_id=policy.pk, revision=old).outcome == "superseded"
     assert gateway.get(ctr, name="racy") is None
-    assert sync.runtime_sync(policy_id=policy.pk, revision=new).outcome == "applied"
+    assert sync.policy_sync(policy_id=policy.pk, revision=new).outcome == "applied"
     assert gateway.get(ctr, name="racy")["spec"]["mlPolicy"]["numNodes"] == 8
 
 
@@ -134,21 +138,21 @@ def test_an_older_apply_in_flight_does_not_overwrite_a_newer_revision(cluster, g
     policy = make_policy("inflight")
     _synced(policy)  # the object exists: the older apply will carry a resourceVersion precondition
     policy = edit_policy(policy, admin, num_nodes=3)
-    older = sync.runtime_sync_request(policy=policy)
+    older = sync.policy_sync_request(policy=policy)
 
     def newer_saved_and_synced():
         newer_policy = edit_policy(RuntimePolicy.objects.get(pk=policy.pk), admin, num_nodes=9)
-        newer = sync.runtime_sync_request(policy=newer_policy)
-        assert sync.runtime_sync(policy_id=policy.pk, revision=newer).outcome == "applied"
+        newer = sync.policy_sync_request(policy=newer_policy)
+        assert sync.policy_sync(policy_id=policy.pk, revision=newer).outcome == "applied"
 
     with pytest.raises(kube.KubeConflict) as caught:
-        sync.runtime_sync(
+        sync.policy_sync(
             policy_id=policy.pk, revision=older, gateway=InterleavingGateway(gateway, newer_saved_and_synced)
         )
     assert caught.value.permanent is False
 
     # The retry of the older revision finds a newer one requested and stops.
-    assert sync.runtime_sync(policy_id=policy.pk, revision=older).outcome == "superseded"
+    assert sync.policy_sync(policy_id=policy.pk, revision=older).outcome == "superseded"
     assert gateway.get(ctr, name="inflight")["spec"]["mlPolicy"]["numNodes"] == 9
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert (row.sync_state, row.applied_revision) == (SyncState.SYNCED, 3)
@@ -156,38 +160,38 @@ def test_an_older_apply_in_flight_does_not_overwrite_a_newer_revision(cluster, g
 
 def test_an_older_create_that_lands_last_asks_for_the_newer_revision_again(cluster, gateway, ctr, make_policy, admin):
     policy = make_policy("firstrace")
-    older = sync.runtime_sync_request(policy=policy)
+    older = sync.policy_sync_request(policy=policy)
 
     def newer_saved_and_synced():
         newer_policy = edit_policy(RuntimePolicy.objects.get(pk=policy.pk), admin, num_nodes=6)
-        newer = sync.runtime_sync_request(policy=newer_policy)
-        assert sync.runtime_sync(policy_id=policy.pk, revision=newer).outcome == "applied"
+        newer = sync.policy_sync_request(policy=newer_policy)
+        assert sync.policy_sync(policy_id=policy.pk, revision=newer).outcome == "applied"
 
-    result = sync.runtime_sync(
+    result = sync.policy_sync(
         policy_id=policy.pk, revision=older, gateway=InterleavingGateway(gateway, newer_saved_and_synced)
     )
 
     # Nothing existed, so no precondition could stop the older write; the service notices and asks for a resync.
     assert result.outcome == "superseded" and result.requeue is True
-    revision = sync.runtime_sync_request(policy=RuntimePolicy.objects.get(pk=policy.pk))
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
+    revision = sync.policy_sync_request(policy=RuntimePolicy.objects.get(pk=policy.pk))
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
     assert gateway.get(ctr, name="firstrace")["spec"]["mlPolicy"]["numNodes"] == 6
 
 
 def test_a_duplicate_message_for_a_done_revision_is_skipped(cluster, make_policy):
     policy = make_policy("twice")
-    revision = sync.runtime_sync_request(policy=policy)
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "skipped"
+    revision = sync.policy_sync_request(policy=policy)
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "skipped"
 
 
 def test_a_redelivered_message_takes_over_a_syncing_row(cluster, make_policy):
     policy = make_policy("orphan")
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
     # A worker died after moving the row to syncing.
     RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
     assert sync.policies_unfinished() == [(policy.pk, revision)]
-    assert sync.runtime_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
+    assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
     assert sync.policies_unfinished() == []
 
 
@@ -197,18 +201,18 @@ def test_bulk_progress_counts_successes_and_lists_failures(cluster, make_policy)
     broken = runtime_manifest("bulk-bad")
     broken["spec"]["mlPolicy"]["numNodes"] = "x"
     PolicyRevision.objects.filter(policy=bad, number=1).update(manifest=broken)
-    items = sync.runtimes_sync_request()
-    job = sync.sync_job_create(items=items)
-    assert sync.sync_job_progress(job_id=job["id"])["pending"] == 4
+    batch = sync.policies_sync_request()
+    items = batch.items
+    assert sync_batches.sync_batch_progress(batch_id=batch.id.hex)["pending"] == 4
 
     for policy_id, revision in items[:2]:
-        sync.runtime_sync(policy_id=policy_id, revision=revision)
-    halfway = sync.sync_job_progress(job_id=job["id"])
+        sync.policy_sync(policy_id=policy_id, revision=revision)
+    halfway = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (halfway["done"], halfway["total"], halfway["finished"]) == (2, 4, False)
 
     for policy_id, revision in items[2:]:
-        sync.runtime_sync(policy_id=policy_id, revision=revision)
-    done = sync.sync_job_progress(job_id=job["id"])
+        sync.policy_sync(policy_id=policy_id, revision=revision)
+    done = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (done["succeeded"], done["finished"]) == (3, True)
     assert [f["name"] for f in done["failed"]] == ["bulk-bad"]
     assert len(good) == 3
@@ -216,27 +220,74 @@ def test_bulk_progress_counts_successes_and_lists_failures(cluster, make_policy)
 
 def test_bulk_request_refuses_unknown_names(make_policy):
     make_policy("known")
-    from runtimes.errors import PolicyError
+    from runtimes.errors import UnknownPolicies
 
-    with pytest.raises(PolicyError, match="nope"):
-        sync.runtimes_sync_request(names=["known", "nope"])
+    with pytest.raises(UnknownPolicies, match="nope"):
+        sync.policies_sync_request(names=["known", "nope"])
     assert RuntimePolicy.objects.get(name="known").sync_state == SyncState.DRAFT
+    assert SyncBatch.objects.count() == 0
 
 
 def test_requesting_a_revision_already_on_its_way_changes_nothing(make_policy):
     policy = make_policy("again")
-    assert sync.runtime_sync_request(policy=policy) == 1
+    assert sync.policy_sync_request(policy=policy) == 1
     RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
-    assert sync.runtime_sync_request(policy=policy) == 1
+    assert sync.policy_sync_request(policy=policy) == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCING
 
 
-def test_bulk_progress_is_readable_without_the_cache(make_policy, settings, tmp_path):
+def test_bulk_progress_is_read_from_the_database_and_unknown_ids_are_refused(make_policy):
     from django.core.cache import cache
 
-    settings.VAR_DIR = tmp_path
+    from runtimes.errors import SyncBatchNotFound
+
     make_policy("filed")
-    job = sync.sync_job_create(items=sync.runtimes_sync_request())
-    cache.clear()  # another web process has no such cache entry
-    assert sync.sync_job_progress(job_id=job["id"])["total"] == 1
-    assert sync.sync_job_progress(job_id="../../etc") is None
+    batch = sync.policies_sync_request()
+    cache.clear()  # another web process shares the database, not a cache
+    assert sync_batches.sync_batch_progress(batch_id=batch.id.hex)["total"] == 1
+    assert sync_batches.sync_batch_progress(batch_id=str(batch.id))["id"] == batch.id.hex
+    for bad in ("../../etc", "0123", uuid.uuid4().hex):
+        with pytest.raises(SyncBatchNotFound):
+            sync_batches.sync_batch_progress(batch_id=bad)
+
+
+def test_old_batches_are_removed_when_a_new_one_is_created(make_policy):
+    make_policy("aged")
+    old = sync.policies_sync_request()
+    SyncBatch.objects.filter(pk=old.pk).update(created_at=timezone.now() - sync_batches.SYNC_BATCH_RETENTION * 2)
+    new = sync.policies_sync_request()
+    assert list(SyncBatch.objects.values_list("pk", flat=True)) == [new.pk]
+
+
+def test_cluster_delete_removes_the_runtime_and_makes_the_policy_a_draft(cluster, gateway, ctr, make_policy):
+    policy = make_policy("del-me")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    assert gateway.get(ctr, name="del-me") is not None
+
+    assert sync.policy_cluster_delete(policy=policy) is True
+
+    row = RuntimePolicy.objects.get(pk=policy.pk)
+    assert gateway.get(ctr, name="del-me") is None
+    assert (row.sync_state, row.applied_revision, row.applied_resource_version, row.applied_generation) == (
+        SyncState.DRAFT, None, "", None
+    )
+    assert sync.policy_cluster_delete(policy=policy) is False  # not there any more: nothing to delete
+
+
+def test_cluster_delete_changes_no_row_when_the_cluster_refuses(cluster, make_policy):
+    policy = make_policy("del-refused")
+    sync.policy_sync(policy_id=policy.pk, revision=sync.policy_sync_request(policy=policy))
+    cluster.inject_fault(method="DELETE", path="clustertrainingruntimes/del-refused", action="status", status=500,
+                         count=5)
+    with pytest.raises(kube.KubeUnavailable):
+        sync.policy_cluster_delete(policy=policy)
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCED
+
+
+def test_a_drift_resolve_of_a_policy_that_is_not_drifted_is_refused(make_policy, admin):
+    from runtimes.errors import SyncRefused
+
+    policy = make_policy("not-drifted")
+    with pytest.raises(SyncRefused, match="not drifted"):
+        sync.policy_drift_resolve(policy=policy, action="reapply", actor=admin)
+    assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.DRAFT

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import sync, sync_batches
 from runtimes.tasks import (
-    runtime_sync_task,
-    runtimes_bulk_sync_task,
-    runtimes_drift_check_task,
-    runtimes_requeue_unfinished_task,
+    policies_bulk_sync_task,
+    policies_drift_check_task,
+    policies_requeue_unfinished_task,
+    policy_sync_task,
 )
 
 from .conftest import runtime_manifest
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.django_db
 def test_transient_errors_are_retried_until_the_policy_converges(cluster, gateway, ctr, make_policy, eager_celery,
                                                                  retries):
     policy = make_policy("retried")
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=2)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes", action="status", status=429, count=1)
 
-    runtime_sync_task.delay(policy.pk, revision)
+    policy_sync_task.delay(policy.pk, revision)
 
     assert len(retries) == 3
     row = RuntimePolicy.objects.get(pk=policy.pk)
@@ -37,10 +37,10 @@ def test_transient_errors_are_retried_until_the_policy_converges(cluster, gatewa
 def test_a_timeout_is_retried(cluster, settings, make_policy, eager_celery, retries):
     settings.KUBE_REQUEST_TIMEOUT_SECONDS = 0.5
     policy = make_policy("slow")
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/slow", action="hang", seconds=2, count=1)
 
-    runtime_sync_task.delay(policy.pk, revision)
+    policy_sync_task.delay(policy.pk, revision)
 
     assert len(retries) == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCED
@@ -52,9 +52,9 @@ def test_an_invalid_object_fails_at_once_with_the_servers_message(cluster, gatew
     bad = runtime_manifest("invalid")
     bad["spec"]["mlPolicy"]["numNodes"] = "lots"
     PolicyRevision.objects.filter(policy=policy, number=1).update(manifest=bad)
-    revision = sync.runtime_sync_request(policy=policy)
+    revision = sync.policy_sync_request(policy=policy)
 
-    outcome = runtime_sync_task.delay(policy.pk, revision).get()
+    outcome = policy_sync_task.delay(policy.pk, revision).get()
 
     assert outcome == "failed"
     assert retries == []
@@ -66,14 +66,14 @@ def test_an_invalid_object_fails_at_once_with_the_servers_message(cluster, gatew
 
 def test_retries_that_run_out_record_a_failure(cluster, make_policy, eager_celery, retries):
     policy = make_policy("doomed")
-    revision = sync.runtime_sync_request(policy=policy)
-    attempts = runtime_sync_task.max_retries + 1
+    revision = sync.policy_sync_request(policy=policy)
+    attempts = policy_sync_task.max_retries + 1
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/doomed", action="status", status=500,
                          count=attempts)
 
-    assert runtime_sync_task.delay(policy.pk, revision).get() == "failed"
+    assert policy_sync_task.delay(policy.pk, revision).get() == "failed"
 
-    assert len(retries) == runtime_sync_task.max_retries
+    assert len(retries) == policy_sync_task.max_retries
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert row.sync_state == SyncState.FAILED
     assert row.last_sync_error.startswith("Gave up after repeated transient errors: injected fault")
@@ -82,14 +82,14 @@ def test_retries_that_run_out_record_a_failure(cluster, make_policy, eager_celer
 def test_bulk_fan_out_under_faults_converges_without_duplicates(cluster, gateway, ctr, make_policy, eager_celery):
     for index in range(12):
         make_policy(f"fan-{index:02d}")
-    items = sync.runtimes_sync_request()
-    job = sync.sync_job_create(items=items)
+    batch = sync.policies_sync_request()
+    items = batch.items
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=5)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes", action="drop", count=2)
 
-    runtimes_bulk_sync_task.delay([[pid, rev] for pid, rev in items])
+    policies_bulk_sync_task.delay([[pid, rev] for pid, rev in items])
 
-    progress = sync.sync_job_progress(job_id=job["id"])
+    progress = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (progress["succeeded"], progress["failed"], progress["finished"]) == (12, [], True)
     live = gateway.list(ctr).items
     assert sorted(obj["metadata"]["name"] for obj in live) == [f"fan-{i:02d}" for i in range(12)]
@@ -98,22 +98,22 @@ def test_bulk_fan_out_under_faults_converges_without_duplicates(cluster, gateway
 
 def test_requeue_picks_up_unfinished_rows(cluster, make_policy, eager_celery):
     policy = make_policy("stuck")
-    sync.runtime_sync_request(policy=policy)
+    sync.policy_sync_request(policy=policy)
     RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
 
-    assert runtimes_requeue_unfinished_task.delay().get() == 1
+    assert policies_requeue_unfinished_task.delay().get() == 1
 
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCED
 
 
 def test_the_periodic_drift_check_task_flags_drift(cluster, ctr, make_policy, eager_celery):
-    from trainer_portal import kube
+    from trainer_portal.kube.client import build_gateway
     from trainer_portal.kube.config import KubeSettings
 
     policy = make_policy("beat")
-    runtime_sync_task.delay(policy.pk, sync.runtime_sync_request(policy=policy))
-    other = kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    policy_sync_task.delay(policy.pk, sync.policy_sync_request(policy=policy))
+    other = build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
     other.apply(ctr, body=runtime_manifest("beat", num_nodes=11), force=True)
 
-    assert runtimes_drift_check_task.delay().get() == 1
+    assert policies_drift_check_task.delay().get() == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.DRIFTED

@@ -10,17 +10,17 @@ import time
 
 import pytest
 
-from runtimes import sync
 from runtimes.choices import SyncState
+from runtimes.domain.drift import REVISION_ANNOTATION
 from runtimes.models import RuntimePolicy
+from runtimes.services import sync
+from trainer_portal.celery import app as portal_app
 
 from .conftest import edit_policy
 from .worker import WorkerProcess, database_url
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BULK = "runtimes.tasks.runtimes_bulk_sync_task"
-ONE = "runtimes.tasks.runtime_sync_task"
 
 
 @pytest.fixture
@@ -35,10 +35,14 @@ def worker(cluster, tmp_path):
         if workers:
             process.queue = workers[0].queue  # a restart consumes the same queue
             process.env["CELERY_TASK_DEFAULT_QUEUE"] = process.queue
+        else:
+            # The services enqueue their own tasks on commit: publish them to this worker, as a web process would.
+            process.publisher().set_current()
         workers.append(process)
         return process.start()
 
     yield start
+    portal_app.set_current()
     for process in workers:
         process.stop()
 
@@ -66,12 +70,11 @@ def test_a_worker_applies_a_bulk_despite_503s_timeouts_and_dropped_connections(c
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.runtimes_sync_request()
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=6)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-0", action="drop", count=3)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes/w-1", action="hang", seconds=4, count=2)
 
-    process.send(BULK, [[pid, rev] for pid, rev in items])
+    sync.policies_sync_request()  # enqueues the bulk task on commit, as the bulk sync page and API do
 
     _wait_converged(names, worker=process)
     live = gateway.list(ctr).items
@@ -86,10 +89,9 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     for name in names:
         make_policy(name)
     process = worker()
-    items = sync.runtimes_sync_request()
     # Transient failures slow the bulk down (retries back off), so the kill lands in the middle of it.
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=25)
-    process.send(BULK, [[pid, rev] for pid, rev in items])
+    sync.policies_sync_request()
 
     deadline = time.monotonic() + 60
     while sum(state == SyncState.SYNCED for state, _, _ in _states().values()) < 3:
@@ -104,7 +106,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
     written_before_edit = {name for name in edited if gateway.get(ctr, name=name) is not None}
     for name in edited:
         policy = edit_policy(RuntimePolicy.objects.get(name=name), admin, num_nodes=7)
-        process.send(ONE, policy.pk, sync.runtime_sync_request(policy=policy))
+        sync.policy_sync_request(policy=policy)  # queued for the worker that is not running yet
 
     restarted = worker()
     _wait_converged(names, worker=restarted)
@@ -115,7 +117,7 @@ def test_a_worker_killed_mid_bulk_converges_after_restart_with_the_newest_revisi
         expected_nodes = 7 if name in edited else 2
         assert live[name]["spec"]["mlPolicy"]["numNodes"] == expected_nodes, name
         expected_revision = "2" if name in edited else "1"
-        assert live[name]["metadata"]["annotations"][sync.REVISION_ANNOTATION] == expected_revision
+        assert live[name]["metadata"]["annotations"][REVISION_ANNOTATION] == expected_revision
     # Never rewritten with stale content: one spec write per revision that reached the cluster.
     assert {name: live[name]["metadata"]["generation"] for name in names} == {
         name: 2 if name in written_before_edit else 1 for name in names

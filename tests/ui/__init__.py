@@ -79,7 +79,7 @@ def l2_l3_manifest(name: str = "mpi-racks") -> dict:
 
 def make_policy(manifest: dict, author, message: str = "first"):
     """Create and return a policy through the real service."""
-    from runtimes.services import policy_create
+    from runtimes.services.policies import policy_create
 
     return policy_create(manifest=manifest, author=author, message=message, source="yaml")
 

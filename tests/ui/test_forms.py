@@ -5,18 +5,14 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from runtimes.domain.editing import apply_fields, fields_from_manifest
+from runtimes.domain.editing import apply_fields, fields_from_json, fields_from_manifest, fields_to_json, merge_fields
 from runtimes.domain.manifest import load_runtime, new_runtime
-from runtimes.forms import (
+from runtimes.forms.editor import (
     PolicyEditor,
-    clean_topology_key,
-    fields_from_json,
-    fields_to_json,
-    merge_fields,
-    parse_key_values,
     problem_field_name,
     problems_by_field,
 )
+from runtimes.forms.fields import clean_topology_key, parse_key_values
 from tests.fixture_paths import REFERENCE_RUNTIMES
 from tests.ui import editor_post_data, l2_l3_manifest, torch_manifest
 

@@ -7,9 +7,9 @@ from django.urls import reverse
 
 from runtimes.domain.editing import fields_from_manifest
 from runtimes.domain.manifest import dump_yaml, load_runtime, new_runtime
-from runtimes.forms import PolicyEditor
+from runtimes.forms.editor import PolicyEditor
 from runtimes.selectors import policy_get, revision_list
-from runtimes.services import policy_update
+from runtimes.services.policies import policy_update
 from tests.ui import editor_post_data, l2_l3_manifest, make_policy, torch_manifest
 
 RENDER = reverse("runtimes:render-yaml")
@@ -334,14 +334,15 @@ def test_it_lets_a_no_js_user_fix_in_the_yaml_what_the_form_broke(admin_client, 
 
 
 def test_the_topology_key_picker_offers_the_label_keys_on_the_clusters_nodes(client, alice):
-    from runtimes import topology
     from sandbox.topology import make_node
+    from trainer_portal.cluster import snapshots
+    from trainer_portal.placement.tracker import TopologyTracker
 
-    tracker = topology.TopologyTracker()
+    tracker = TopologyTracker(snapshots.topology_keys())
     nodes = [make_node(f"n{i}", zone="zone-a", block="b1", rack=f"r{i % 2}") for i in range(3)]
     nodes[0]["metadata"]["labels"]["example.com/pod-of-racks"] = "pod-7"
     tracker.relist_nodes(nodes, "1")
-    topology.save_live_snapshot(tracker.to_live(source="list"))
+    snapshots.save_live_snapshot(tracker.to_live(source="list"))
     client.force_login(alice)
 
     page = client.get("/runtimes/new/").content.decode()

@@ -9,7 +9,7 @@ from django.urls import reverse
 from runtimes.domain.manifest import dump_many, dump_yaml, load_runtimes
 from runtimes.models import RuntimePolicy
 from runtimes.selectors import policy_get
-from runtimes.services import policy_update
+from runtimes.services.policies import policy_update
 from tests.fixture_paths import REFERENCE_RUNTIMES
 from tests.ui import l2_l3_manifest, make_policy, torch_manifest
 

@@ -3,8 +3,9 @@
 Public interface::
 
     from trainer_portal import kube
+    from trainer_portal.kube.client import get_gateway   # services, status checks and informers only
 
-    gw = kube.get_gateway()                      # lazy, cached per process; KubeNotConfigured if no config
+    gw = get_gateway()                           # lazy, cached per process; KubeNotConfigured if no config
     ctr = gw.resolve(kube.CLUSTER_TRAINING_RUNTIME)   # version decided by discovery
     gw.apply(ctr, body=manifest, dry_run=True)   # server-side apply, field manager "trainer-portal"
     gw.get(ctr, name="torch")                    # dict or None
@@ -12,9 +13,13 @@ Public interface::
     kube.Watcher(...)                            # list-then-watch with resume / relist on 410
 
 Errors are :class:`KubeError` subclasses with a ``permanent`` flag (see ``errors.py``).
+
+This face exports types, resource kinds and errors, which any layer may use. It does not export the gateway
+factories (``get_gateway``, ``build_gateway``, ``reset_gateway``): reaching the cluster goes through
+``trainer_portal.kube.client``, which the import contracts let only services, status checks and informers import.
 """
 
-from .client import AccessReview, Gateway, ObjectList, WatchEvent, build_gateway, get_gateway, reset_gateway
+from .client import AccessReview, Gateway, ObjectList, WatchEvent
 from .config import KubeSettings, load_settings
 from .errors import (
     KubeCause,
@@ -84,8 +89,5 @@ __all__ = [
     "WatchStats",
     "Watcher",
     "backoff_delay",
-    "build_gateway",
-    "get_gateway",
     "load_settings",
-    "reset_gateway",
 ]

@@ -87,6 +87,18 @@ class KubeError(Exception):
             "causes": [cause.as_dict() for cause in self.causes],
         }
 
+    def describe(self) -> str:
+        """Return the sentence to show a user for this failure (the server's message)."""
+        return self.message
+
+    def field_causes(self) -> list[dict]:
+        """Return ``[{path, message, reason}]`` for each object field the server named (paths without the dot)."""
+        return [
+            {"path": cause.field.lstrip("."), "message": cause.message, "reason": cause.reason}
+            for cause in self.causes
+            if cause.field or cause.message
+        ]
+
 
 class KubeNotConfigured(KubeError):
     """No usable cluster configuration (missing kubeconfig, unknown context, not running in a cluster)."""
@@ -126,6 +138,16 @@ class KubeConflict(KubeError):
                 if manager not in found:
                     found.append(manager)
         self.managers = tuple(found)
+
+    def describe(self) -> str:
+        """Return the server's message plus, on a field conflict, the managers owning the fields and the fixes."""
+        if not self.managers:
+            return self.message
+        owners = ", ".join(f'"{manager}"' for manager in self.managers)
+        return (
+            f"{self.message} — the conflicting fields are owned by field manager {owners}. Re-apply with force to "
+            "take them over, or adopt the live object."
+        )
 
     def as_dict(self) -> dict:
         """Return :meth:`KubeError.as_dict` plus ``managers``."""

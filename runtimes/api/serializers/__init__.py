@@ -1,0 +1,1 @@
+"""Serializers of the policy REST API, one module per area."""

@@ -1,0 +1,240 @@
+"""Serializers of the cluster sync API: inputs, sync status, bulk progress, impact, drift, adoption, cluster errors."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from runtimes.api.serializers.policies import ErrorBodySerializer
+from runtimes.choices import SyncState
+
+# --------------------------------------------------------------------------------------------------- inputs
+
+
+class BulkSyncInputSerializer(serializers.Serializer):
+    """Body of POST /runtimes/sync/: the policies to sync (every policy when ``names`` is omitted)."""
+
+    names = serializers.ListField(
+        child=serializers.CharField(max_length=253),
+        required=False,
+        allow_empty=False,
+        help_text="Policy names; omit to sync every policy.",
+    )
+
+
+class DriftResolveInputSerializer(serializers.Serializer):
+    """Body of POST /runtimes/{name}/drift/resolve/."""
+
+    action = serializers.ChoiceField(
+        choices=["reapply", "adopt"],
+        help_text="reapply: force our applied revision onto the cluster (202); adopt: save the live object as a new "
+        "revision (200).",
+    )
+
+
+# --------------------------------------------------------------------------------------------------- sync status
+
+
+class SyncErrorFieldSerializer(serializers.Serializer):
+    """A field the cluster named when it refused the last apply."""
+
+    path = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    """A datetime as Python's ``isoformat()`` writes it (``+00:00``, microseconds kept), as the API always has."""
+
+    def to_representation(self, value):
+        return value.isoformat() if value else None
+
+
+class SyncStatusSerializer(serializers.Serializer):
+    """Where one policy stands relative to the cluster (serialises a RuntimePolicy)."""
+
+    name = serializers.CharField()
+    version = serializers.IntegerField(help_text="The policy's current revision.")
+    state = serializers.ChoiceField(source="sync_state", choices=SyncState.choices)
+    requestedRevision = serializers.IntegerField(
+        source="sync_requested_revision", allow_null=True, help_text="Revision last queued for syncing."
+    )
+    appliedRevision = serializers.IntegerField(
+        source="applied_revision", allow_null=True, help_text="Revision live on the cluster."
+    )
+    resourceVersion = serializers.CharField(source="applied_resource_version", allow_blank=True)
+    generation = serializers.IntegerField(source="applied_generation", allow_null=True)
+    lastSyncedAt = IsoDateTimeField(source="last_synced_at", allow_null=True)
+    error = serializers.CharField(
+        source="last_sync_error", allow_blank=True, help_text="Why the last sync failed ('' when it did not)."
+    )
+    errorFields = SyncErrorFieldSerializer(source="sync_error_fields", many=True)
+    driftDiff = serializers.CharField(
+        source="drift_diff", allow_blank=True, help_text="Unified diff portal → cluster when drifted."
+    )
+    upToDate = serializers.SerializerMethodField(help_text="Synced, and the applied revision is the current one.")
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_upToDate(self, policy) -> bool:
+        return policy.sync_state == SyncState.SYNCED and policy.applied_revision == policy.version
+
+
+class SyncAcceptedSerializer(serializers.Serializer):
+    """202 answer of a queued sync; poll ``statusUrl`` (also in the Location header)."""
+
+    name = serializers.CharField()
+    revision = serializers.IntegerField(help_text="The revision that will be applied.")
+    state = serializers.ChoiceField(choices=SyncState.choices)
+    statusUrl = serializers.CharField()
+
+
+class BulkSyncAcceptedSerializer(serializers.Serializer):
+    """202 answer of a bulk sync; poll ``statusUrl`` (also in the Location header) for progress."""
+
+    batch = serializers.CharField(help_text="Bulk sync batch id.")
+    job = serializers.CharField(help_text="Deprecated: the same id as `batch` (kept for one release).")
+    total = serializers.IntegerField()
+    statusUrl = serializers.CharField()
+
+
+# --------------------------------------------------------------------------------------------------- bulk progress
+
+
+class SyncBatchFailureSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
+
+
+class SyncBatchItemSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    revision = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
+    state = serializers.ChoiceField(choices=SyncState.choices)
+
+
+class SyncBatchProgressSerializer(serializers.Serializer):
+    """Progress of a bulk sync; items whose policy was deleted count as done."""
+
+    id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = SyncBatchFailureSerializer(many=True)
+    pending = serializers.IntegerField()
+    finished = serializers.BooleanField()
+    items = SyncBatchItemSerializer(many=True)
+
+
+# --------------------------------------------------------------------------------------------------- impact
+
+
+class ImpactTrainJobSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    created = serializers.CharField(allow_blank=True, help_text="creationTimestamp")
+
+
+class ImpactPodGroupSerializer(serializers.Serializer):
+    template = serializers.CharField()
+    level = serializers.IntegerField()
+    policy = serializers.ChoiceField(choices=["gang", "basic"])
+    min_count = serializers.IntegerField(allow_null=True)
+    topology_key = serializers.CharField(allow_null=True)
+    replicated_jobs = serializers.ListField(child=serializers.CharField())
+    pod_count = serializers.IntegerField()
+    kind = serializers.CharField()
+
+
+class ImpactSideSerializer(serializers.Serializer):
+    """The PodGroups one revision produces for ``num_nodes``."""
+
+    pod_groups = ImpactPodGroupSerializer(many=True)
+    error = serializers.CharField(allow_blank=True)
+    total_pods = serializers.IntegerField()
+
+
+class SyncImpactSerializer(serializers.Serializer):
+    """What applying the current revision changes: old = the applied revision, new = the current one."""
+
+    note = serializers.CharField()
+    trainjobs = ImpactTrainJobSerializer(many=True, help_text="TrainJobs whose runtimeRef names this runtime.")
+    trainjobs_error = serializers.CharField(allow_blank=True, help_text="Why TrainJobs could not be listed.")
+    num_nodes = serializers.IntegerField()
+    old = ImpactSideSerializer()
+    new = ImpactSideSerializer()
+    yaml_diff = serializers.CharField(allow_blank=True)
+
+
+# --------------------------------------------------------------------------------------------------- drift
+
+
+class DriftChangeSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    op = serializers.CharField(help_text="added, removed or changed")
+    ours = serializers.JSONField(allow_null=True, help_text="Value the applied revision gives.")
+    live = serializers.JSONField(allow_null=True, help_text="Value on the cluster.")
+
+
+class DriftCheckSerializer(serializers.Serializer):
+    drifted = serializers.BooleanField()
+    missing = serializers.BooleanField(help_text="The object is gone from the cluster.")
+    changes = DriftChangeSerializer(many=True)
+    managers = serializers.ListField(child=serializers.CharField(), help_text="Other field managers that changed it.")
+    diff = serializers.CharField(allow_blank=True)
+    sync = SyncStatusSerializer()
+
+
+class DriftResolvedSerializer(serializers.Serializer):
+    # A plain string: a second component with the same choice set would make drf-spectacular's enum naming collide.
+    action = serializers.CharField(help_text="The action taken: reapply or adopt.")
+    sync = SyncStatusSerializer()
+    statusUrl = serializers.CharField()
+
+
+
+
+
+class AdoptFailureSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    error = serializers.CharField()
+
+
+class AdoptResultSerializer(serializers.Serializer):
+    """What adopting the cluster's ClusterTrainingRuntimes did (idempotent)."""
+
+    created = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField(), help_text="Already identical policies.")
+    differing = serializers.ListField(child=serializers.CharField(), help_text="Policies that differ; left alone.")
+    failed = AdoptFailureSerializer(many=True)
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+class KubeCauseSerializer(serializers.Serializer):
+    field = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+
+
+class KubeErrorSerializer(serializers.Serializer):
+    type = serializers.CharField(help_text="e.g. KubeInvalid, KubeUnavailable")
+    message = serializers.CharField(allow_blank=True)
+    permanent = serializers.BooleanField()
+    status = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(allow_blank=True)
+    causes = KubeCauseSerializer(many=True)
+
+
+class ClusterErrorBodySerializer(ErrorBodySerializer):
+    cluster = KubeErrorSerializer(help_text="What the Kubernetes API answered.")
+
+
+class ClusterErrorSerializer(serializers.Serializer):
+    """502 (permanent) / 503 (transient) cluster failure."""
+
+    error = ClusterErrorBodySerializer()
+
+

@@ -1,0 +1,1 @@
+"""Views of the policy REST API, one module per area."""

@@ -1,0 +1,289 @@
+"""REST endpoints for cluster sync, drift and adoption (included under /api/v1/).
+
+* ``POST runtimes/{name}/sync/`` → 202 ``{name, revision, state, statusUrl}``; ``GET`` it for the sync status.
+* ``GET runtimes/{name}/sync/impact/?numNodes=N`` → referencing TrainJobs and PodGroups old vs new.
+* ``POST runtimes/sync/`` ``{names?: [...]}`` → 202 ``{job, statusUrl}`` (all policies when ``names`` is omitted).
+* ``GET sync-jobs/{id}/`` → bulk progress ``{total, done, succeeded, failed: [{name, error}], pending, finished}``.
+* ``POST runtimes/{name}/drift/check/`` → the drift found now; ``POST runtimes/{name}/drift/resolve/``
+  ``{action: reapply|adopt}``.
+* ``POST cluster/adopt/`` → adopt every runtime on the cluster.
+
+Reads need a portal role; writes need platform-admin. Cluster failures map to 502 (permanent) / 503 (transient).
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from runtimes import selectors
+from runtimes.api.serializers import sync as ss
+from runtimes.api.serializers.policies import ErrorSerializer
+from runtimes.choices import SyncState
+from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
+from runtimes.errors import SyncRefused
+from runtimes.models import RuntimePolicy
+from runtimes.services import sync, sync_batches
+from trainer_portal.permissions import IsPlatformAdmin, IsViewer
+
+TAGS = ["cluster sync"]
+FORBIDDEN = {403: OpenApiResponse(ErrorSerializer, description="Not logged in, or your role may not do this.")}
+NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No policy with this name.")}
+CONFLICT = OpenApiResponse(ErrorSerializer, description="The policy's sync state does not allow this now.")
+CLUSTER_ERRORS = {
+    502: OpenApiResponse(ss.ClusterErrorSerializer, description="The cluster refused the call (permanent)."),
+    503: OpenApiResponse(ss.ClusterErrorSerializer, description="The cluster could not be reached (transient)."),
+}
+
+
+
+
+def sync_status_data(policy: RuntimePolicy) -> dict:
+    """Return the sync status of ``policy`` as the API shows it."""
+    return ss.SyncStatusSerializer(policy).data
+
+
+class RuntimeSyncApi(APIView):
+    """Queue one policy for syncing (POST, admin) or read its sync status (GET, viewer)."""
+
+    def get_permissions(self):
+        return [IsPlatformAdmin()] if self.request.method == "POST" else [IsViewer()]
+
+    @extend_schema(
+        operation_id="runtime_sync_status",
+        summary="Get a policy's sync status",
+        description="Where the policy stands relative to the cluster: state, requested and applied revision, the "
+        "live resourceVersion, the last error with the fields the cluster named, and the drift diff.",
+        responses={200: ss.SyncStatusSerializer, **FORBIDDEN, **NOT_FOUND},
+        tags=TAGS,
+    )
+    def get(self, request, name: str):
+        return Response(sync_status_data(selectors.policy_get(name=name)))
+
+    @extend_schema(
+        operation_id="policy_sync",
+        summary="Sync a policy to the cluster",
+        description="Queues the current revision for a server-side apply and answers 202 at once; poll "
+        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own.",
+        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply.")],
+        request=None,
+        responses={
+            202: ss.SyncAcceptedSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued."),
+        },
+        tags=TAGS,
+    )
+    def post(self, request, name: str):
+        policy = selectors.policy_get(name=name)
+        force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
+        revision = sync.policy_sync_request(policy=policy, force=force)
+        url = reverse("api-runtime-sync", kwargs={"name": policy.name})
+        return Response(
+            {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": url},
+        )
+
+
+class RuntimeSyncImpactApi(APIView):
+    """What applying the current revision changes (GET, viewer)."""
+
+    permission_classes = [IsViewer]
+
+    @extend_schema(
+        operation_id="policy_sync_impact",
+        summary="What syncing a policy would change",
+        description="TrainJobs that reference the runtime, and the PodGroups the applied (`old`) and current "
+        "(`new`) revisions produce for `numNodes` (default: the manifest's numNodes, else "
+        f"{IMPACT_DEFAULT_NUM_NODES}). Cluster errors are "
+        "reported in `trainjobs_error`, never as an error status.",
+        parameters=[
+            OpenApiParameter(
+                "numNodes", OpenApiTypes.INT, description=f"Trainer nodes to expand for (1–{MAX_NUM_NODES})."
+            ),
+        ],
+        responses={
+            200: ss.SyncImpactSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description=f"numNodes is not a whole number from 1 to {MAX_NUM_NODES}."
+            ),
+            **FORBIDDEN,
+            **NOT_FOUND,
+        },
+        tags=TAGS,
+    )
+    def get(self, request, name: str):
+        policy = selectors.policy_get(name=name)
+        num_nodes = sync.impact_num_nodes(request.query_params.get("numNodes"))
+        return Response(sync.policy_sync_impact(policy=policy, num_nodes=num_nodes))
+
+
+class RuntimesBulkSyncApi(APIView):
+    """Queue many (or all) policies for syncing; answer 202 with the bulk job's progress URL."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(
+        operation_id="runtimes_sync_bulk",
+        summary="Sync many (or all) policies",
+        description="Queues the named policies (every policy when `names` is omitted) and answers 202 with the "
+        "bulk job; poll `statusUrl` (also the `Location` header) for its progress.",
+        request=ss.BulkSyncInputSerializer,
+        responses={
+            202: ss.BulkSyncAcceptedSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="Unknown policy names; `fields[].path` is `names`."),
+            **FORBIDDEN,
+        },
+        tags=TAGS,
+    )
+    def post(self, request):
+        serializer = ss.BulkSyncInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        names = serializer.validated_data.get("names")
+        batch = sync.policies_sync_request(names=names, actor=request.user)
+        url = reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex})
+        # "job" repeats "batch" for clients of the first release (deprecated with /sync-jobs/).
+        return Response(
+            {"batch": batch.id.hex, "job": batch.id.hex, "total": len(batch.items), "statusUrl": url},
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": url},
+        )
+
+
+class SyncBatchApi(APIView):
+    """Progress of a bulk sync batch (GET, viewer); also served at the deprecated ``sync-jobs/{id}/``."""
+
+    permission_classes = [IsViewer]
+
+    @extend_schema(
+        operation_id="sync_batch_progress",
+        summary="Progress of a bulk sync",
+        description="Counts of done, succeeded and pending items, the failures with their errors, and each item's "
+        "status. Batches are kept for a week.",
+        responses={
+            200: ss.SyncBatchProgressSerializer,
+            **FORBIDDEN,
+            404: OpenApiResponse(ErrorSerializer, description="No sync batch with this id (or it expired)."),
+        },
+        tags=TAGS,
+    )
+    def get(self, request, batch_id: str):
+        return Response(sync_batches.sync_batch_progress(batch_id=batch_id))
+
+
+class SyncJobApi(SyncBatchApi):
+    """``GET sync-jobs/{id}/``: the deprecated alias of `SyncBatchApi` (kept for one release)."""
+
+    @extend_schema(
+        deprecated=True,
+        operation_id="sync_job_progress",
+        summary="Progress of a bulk sync (deprecated path)",
+        description="The first release's path of `sync-batches/{id}/`; it answers the same and goes away in the "
+        "next release.",
+        responses={200: ss.SyncBatchProgressSerializer, **FORBIDDEN},
+        tags=TAGS,
+    )
+    def get(self, request, job_id: str):
+        return super().get(request, batch_id=job_id)
+
+
+class DriftCheckApi(APIView):
+    """Compare one synced policy with the cluster now (POST, admin); record drifted or synced."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(
+        operation_id="policy_drift_check",
+        summary="Check a policy for drift now",
+        description="Compares the applied revision with the live object and records the policy as drifted or "
+        "synced. Only synced or drifted policies can be checked.",
+        request=None,
+        responses={
+            200: ss.DriftCheckSerializer,
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: CONFLICT,
+            **CLUSTER_ERRORS,
+        },
+        tags=TAGS,
+    )
+    def post(self, request, name: str):
+        policy = selectors.policy_get(name=name)
+        result = sync.policy_drift_check(policy_id=policy.pk)
+        if result is None:
+            raise SyncRefused(
+                f"'{name}' is {policy.sync_state}; only synced or drifted policies can be checked for drift."
+            )
+        policy.refresh_from_db()
+        return Response(
+            {
+                "drifted": result.drifted,
+                "missing": result.missing,
+                "changes": result.changes,
+                "managers": result.managers,
+                "diff": result.diff,
+                "sync": sync_status_data(policy),
+            }
+        )
+
+
+class DriftResolveApi(APIView):
+    """Resolve a drift: ``reapply`` ours with force (202), or ``adopt`` the live object as a new revision (200)."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(
+        operation_id="policy_drift_resolve",
+        summary="Resolve a policy's drift",
+        description="`reapply` queues a forced apply of the applied revision (202; poll `statusUrl`); `adopt` "
+        "saves the live object as a new revision and marks it synced (200). The policy must be drifted.",
+        request=ss.DriftResolveInputSerializer,
+        responses={
+            200: OpenApiResponse(ss.DriftResolvedSerializer, description="Adopted the live object."),
+            202: OpenApiResponse(ss.DriftResolvedSerializer, description="Re-apply queued."),
+            400: OpenApiResponse(ErrorSerializer, description="`action` is not reapply or adopt."),
+            **FORBIDDEN,
+            **NOT_FOUND,
+            409: OpenApiResponse(ErrorSerializer, description="Not drifted, or nothing on the cluster to adopt."),
+            **CLUSTER_ERRORS,
+        },
+        tags=TAGS,
+    )
+    def post(self, request, name: str):
+        serializer = ss.DriftResolveInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        action = serializer.validated_data["action"]
+        policy = selectors.policy_get(name=name)
+        revision = sync.policy_drift_resolve(policy=policy, action=action, actor=request.user)
+        policy.refresh_from_db()
+        url = reverse("api-runtime-sync", kwargs={"name": policy.name})
+        code = status.HTTP_202_ACCEPTED if revision is not None else status.HTTP_200_OK
+        return Response({"action": action, "sync": sync_status_data(policy), "statusUrl": url}, status=code)
+
+
+
+
+class ClusterAdoptApi(APIView):
+    """Adopt every ClusterTrainingRuntime on the cluster as a policy (POST, admin); idempotent."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(
+        operation_id="cluster_adopt",
+        summary="Adopt the cluster's runtimes as policies",
+        description="Creates a policy for each ClusterTrainingRuntime on the cluster that has none; identical "
+        "ones are reported unchanged and differing ones are left alone. Idempotent.",
+        request=None,
+        responses={200: ss.AdoptResultSerializer, **FORBIDDEN, **CLUSTER_ERRORS},
+        tags=TAGS,
+    )
+    def post(self, request):
+        return Response(sync.policies_adopt(actor=request.user).as_dict())
+
+

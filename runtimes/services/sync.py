@@ -1,0 +1,677 @@
+"""Cluster sync services: apply policies with server-side apply, detect drift, adopt live runtimes.
+
+State machine on ``RuntimePolicy.sync_state`` (changed only by compare-and-set on the state and the requested
+revision, never by read-modify-write)::
+
+    draft/synced/failed/drifted/queued/syncing --request--> queued(rev)
+    queued(rev) / syncing(rev) --worker picks it up--> syncing(rev)      (syncing too: a redelivered message)
+    syncing(rev) --applied or already equal--> synced     --permanent error--> failed
+    synced --live object differs--> drifted --reapply / adopt--> queued / synced
+
+The order of operations in :func:`policy_sync` is chosen so that running it again is the recovery after any
+interruption (worker killed, message redelivered, retry): a revision that is already live is detected and not
+rewritten; an apply that lost the race to a newer revision is undone by re-requesting the newer one.
+
+Two guards keep an older revision from overwriting a newer one: (1) right before writing, the row must still
+request our revision; (2) the apply carries the live object's resourceVersion, so if another apply landed after
+we read the object, ours fails with a (transient) conflict instead of overwriting it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from runtimes.choices import ACTIVE_SYNC_STATES, LIVE_SYNC_STATES, RevisionSource, SyncState
+from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
+from runtimes.domain.diff import semantically_equal, structural_diff, unified_diff
+from runtimes.domain.drift import (
+    adoptable_manifest,
+    changers,
+    comparable,
+    desired_object,
+    foreign_fields,
+    foreign_paths,
+    is_live,
+    live_yaml,
+)
+from runtimes.domain.expansion import ExpansionError, expand
+from runtimes.domain.manifest import KIND, strip_server_fields
+from runtimes.errors import PolicyError, SyncRefused, UnknownPolicies
+from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
+from runtimes.services.sync_batches import sync_batch_create
+from runtimes.tasks import policies_bulk_sync_task, policy_sync_task
+from trainer_portal import kube
+from trainer_portal.errors import field as field_problem
+from trainer_portal.kube.client import get_gateway
+
+logger = logging.getLogger(__name__)
+
+ACTIVE_STATES = ACTIVE_SYNC_STATES
+LIVE_STATES = LIVE_SYNC_STATES
+DRIFT_ACTIONS = ("reapply", "adopt")
+MAX_ERROR_LENGTH = 4000
+
+
+@dataclass
+class SyncResult:
+    """What one :func:`policy_sync` call did.
+
+    ``outcome`` is one of: ``applied`` (written), ``unchanged`` (already live, nothing written), ``failed``
+    (permanent error recorded), ``superseded`` (a newer revision is requested; nothing recorded), ``skipped``
+    (already handled by another run, or the policy is gone). ``requeue`` is True when our write may have
+    overwritten a newer revision, which must then be synced again.
+    """
+
+    outcome: str
+    policy_id: int
+    revision: int
+    resource_version: str = ""
+    message: str = ""
+    requeue: bool = False
+
+
+@dataclass
+class DriftResult:
+    """What a drift check found for one policy: ``drifted`` plus the diff text, changes and other managers."""
+
+    policy_id: int
+    name: str
+    drifted: bool
+    diff: str = ""
+    changes: list[dict] = field(default_factory=list)
+    managers: list[str] = field(default_factory=list)
+    missing: bool = False
+    error: str = ""
+
+
+@dataclass
+class AdoptResult:
+    """What an adoption did: names created, unchanged (already identical), differing (left alone) and failed."""
+
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    differing: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """Return the result as plain JSON-able data."""
+        return {
+            "created": self.created,
+            "unchanged": self.unchanged,
+            "differing": self.differing,
+            "failed": [{"name": name, "error": error} for name, error in self.failed.items()],
+        }
+
+
+# --------------------------------------------------------------------------------------------------- requests
+
+
+def _request(policy: RuntimePolicy) -> int:
+    """Compare-and-set ``policy`` to queued for its current revision; return that revision. Raises SyncRefused."""
+    for _ in range(5):
+        current = (
+            RuntimePolicy.objects.filter(pk=policy.pk)
+            .values("sync_state", "version", "sync_requested_revision")
+            .first()
+        )
+        if current is None:
+            raise SyncRefused(f"Policy '{policy.name}' no longer exists.")
+        if current["sync_state"] in ACTIVE_STATES and current["sync_requested_revision"] == current["version"]:
+            # Already on its way; the (possibly duplicate) task enqueued again finds it and takes over.
+            return int(current["version"])
+        # Compare-and-set on both the state and the version: a concurrent edit or sync makes us re-read.
+        rows = RuntimePolicy.objects.filter(pk=policy.pk, sync_state=current["sync_state"], version=current["version"])
+        updated = rows.update(
+            sync_state=SyncState.QUEUED,
+            sync_requested_revision=current["version"],
+            last_sync_error="",
+            sync_error_fields=[],
+        )
+        if updated == 1:
+            policy.sync_state = SyncState.QUEUED
+            policy.sync_requested_revision = current["version"]
+            return int(current["version"])
+    raise SyncRefused(f"Policy '{policy.name}' keeps changing; try the sync again.")
+
+
+def policy_sync_request(*, policy: RuntimePolicy, force: bool = False) -> int:
+    """Queue ``policy``'s current revision for syncing and return that revision number.
+
+    ``policy_sync_task(policy.id, revision, force)`` is enqueued once the current transaction commits, so the
+    worker never sees an uncommitted row. Asking again for a revision that is already queued or syncing changes
+    no row (the duplicate task is harmless, and takes over a row whose worker died). Raises SyncRefused when the
+    policy vanished or keeps changing.
+    """
+    revision = _request(policy)
+    transaction.on_commit(lambda: policy_sync_task.delay(policy.pk, revision, force))
+    return revision
+
+
+def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) -> SyncBatch:
+    """Queue every policy (or those named) for syncing as one batch; return the `SyncBatch` to follow.
+
+    One fan-out task is enqueued on commit. Raises UnknownPolicies naming the unknown ones (and queues nothing
+    then), SyncRefused when a policy vanished or keeps changing.
+    """
+    with transaction.atomic():
+        queryset = RuntimePolicy.objects.all()
+        if names is not None:
+            found = set(queryset.filter(name__in=names).values_list("name", flat=True))
+            unknown = sorted(set(names) - found)
+            if unknown:
+                raise UnknownPolicies(unknown)
+            queryset = queryset.filter(name__in=names)
+        items = [(policy.pk, _request(policy)) for policy in queryset.only("pk", "name")]
+        batch = sync_batch_create(items=items, actor=actor)
+        payload = [[policy_id, revision] for policy_id, revision in items]
+        transaction.on_commit(lambda: policies_bulk_sync_task.delay(payload))
+    return batch
+
+
+def policy_requeue_current(*, policy_id: int) -> int | None:
+    """Queue the current revision of policy ``policy_id`` again (after an apply that lost a race); return it.
+
+    Returns None when the policy no longer exists.
+    """
+    policy = RuntimePolicy.objects.filter(pk=policy_id).first()
+    if policy is None:
+        return None
+    return policy_sync_request(policy=policy)
+
+
+def policies_unfinished() -> list[tuple[int, int]]:
+    """Return ``[(policy_id, requested_revision)]`` of policies stuck in queued/syncing (for re-enqueueing)."""
+    return list(
+        RuntimePolicy.objects.filter(sync_state__in=ACTIVE_STATES, sync_requested_revision__isnull=False)
+        .order_by("pk")
+        .values_list("pk", "sync_requested_revision")
+    )
+
+
+# --------------------------------------------------------------------------------------------------- the sync
+
+
+
+
+def policy_sync(
+    *, policy_id: int, revision: int, force: bool = False, gateway: kube.Gateway | None = None, now=None
+) -> SyncResult:
+    """Bring the cluster object of policy ``policy_id`` to ``revision`` and record the outcome.
+
+    Steps:
+    1. Compare-and-set queued/syncing(revision) → syncing; if no row matches, someone else owns it: skip.
+    2. Read the live object; if it already reflects this revision and our values, record synced (no write).
+    3. Server-side dry run: validation errors are recorded field by field as a permanent failure.
+    4. Check that the row still requests our revision (else: superseded, nothing written).
+    5. Apply, with the live resourceVersion as a precondition; record synced with rv, generation and time.
+
+    Raises a transient :class:`kube.KubeError` (the caller retries). Permanent errors are recorded, not raised.
+    """
+    now = now or timezone.now()
+    rows = RuntimePolicy.objects.filter(pk=policy_id, sync_requested_revision=revision, sync_state__in=ACTIVE_STATES)
+    if rows.update(sync_state=SyncState.SYNCING) != 1:
+        return _not_ours(policy_id, revision)
+    try:
+        manifest = PolicyRevision.objects.get(policy_id=policy_id, number=revision).manifest
+    except PolicyRevision.DoesNotExist:
+        message = f"Revision {revision} no longer exists."
+        _record_failure(policy_id, revision, message, [])
+        return SyncResult("failed", policy_id, revision, message=message)
+    desired = desired_object(manifest, revision=revision)
+    name = desired["metadata"]["name"]
+    try:
+        gateway = gateway or get_gateway()
+        resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+        live = gateway.get(resource, name=name)
+        if live is not None and not force and is_live(live, desired, gateway.settings.field_manager):
+            return _record_synced(policy_id, revision, live, now, outcome="unchanged")
+        gateway.apply(resource, body=desired, dry_run=True, force=force)
+        if not _still_requested(policy_id, revision):
+            return SyncResult("superseded", policy_id, revision, message="A newer revision was requested.")
+        body = dict(desired)
+        if live is not None:
+            # Optimistic precondition: if anything was written since we read `live`, the server refuses this apply.
+            body["metadata"] = {**desired["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
+        applied = gateway.apply(resource, body=body, force=force)
+        if force:
+            applied = _remove_foreign_fields(gateway, resource, applied, desired)
+    except kube.KubeError as exc:
+        if not exc.permanent:
+            _record_transient(policy_id, revision, exc)
+            raise
+        _record_failure(policy_id, revision, describe_error(exc), exc.field_causes())
+        return SyncResult("failed", policy_id, revision, message=exc.message)
+    result = _record_synced(policy_id, revision, applied, now, outcome="applied")
+    if result.outcome == "superseded":
+        # We wrote `revision` while a newer one was requested; if its run finished first, we overwrote it.
+        result.requeue = True
+    return result
+
+
+def policy_sync_give_up(*, policy_id: int, revision: int, error: str) -> bool:
+    """Record that retries of ``revision`` are exhausted (state failed). Return True when the row was changed."""
+    return _record_failure(policy_id, revision, f"Gave up after repeated transient errors: {error}", [])
+
+
+
+
+
+
+def describe_error(exc: kube.KubeError) -> str:
+    """Return the message stored for ``exc``: what the cluster said (and who owns conflicting fields), capped."""
+    return exc.describe()[:MAX_ERROR_LENGTH]
+
+
+def _not_ours(policy_id: int, revision: int) -> SyncResult:
+    row = RuntimePolicy.objects.filter(pk=policy_id).values("sync_state", "sync_requested_revision").first()
+    if row is None:
+        return SyncResult("skipped", policy_id, revision, message="The policy no longer exists.")
+    if (row["sync_requested_revision"] or 0) > revision:
+        return SyncResult("superseded", policy_id, revision, message="A newer revision was requested.")
+    return SyncResult("skipped", policy_id, revision, message=f"Nothing to do (state {row['sync_state']}).")
+
+
+def _still_requested(policy_id: int, revision: int) -> bool:
+    return RuntimePolicy.objects.filter(
+        pk=policy_id, sync_requested_revision=revision, sync_state=SyncState.SYNCING
+    ).exists()
+
+
+def _record_synced(policy_id: int, revision: int, obj: dict, now, *, outcome: str) -> SyncResult:
+    metadata = obj.get("metadata") or {}
+    resource_version = str(metadata.get("resourceVersion") or "")
+    rows = RuntimePolicy.objects.filter(pk=policy_id, sync_requested_revision=revision, sync_state=SyncState.SYNCING)
+    updated = rows.update(
+        sync_state=SyncState.SYNCED,
+        applied_revision=revision,
+        applied_resource_version=resource_version,
+        applied_generation=metadata.get("generation"),
+        last_synced_at=now,
+        last_sync_error="",
+        sync_error_fields=[],
+        drift_diff="",
+    )
+    if updated != 1:
+        return SyncResult("superseded", policy_id, revision, resource_version, "A newer revision was requested.")
+    return SyncResult(outcome, policy_id, revision, resource_version)
+
+
+def _record_failure(policy_id: int, revision: int, message: str, fields: list[dict]) -> bool:
+    rows = RuntimePolicy.objects.filter(pk=policy_id, sync_requested_revision=revision, sync_state=SyncState.SYNCING)
+    updated = rows.update(
+        sync_state=SyncState.FAILED, last_sync_error=message[:MAX_ERROR_LENGTH], sync_error_fields=fields
+    )
+    return updated == 1
+
+
+def _record_transient(policy_id: int, revision: int, exc: kube.KubeError) -> None:
+    # The state stays `syncing`; the message tells the user why it takes long (the task retries with backoff).
+    RuntimePolicy.objects.filter(pk=policy_id, sync_requested_revision=revision, sync_state=SyncState.SYNCING).update(
+        last_sync_error=f"Retrying: {exc.message}"[:MAX_ERROR_LENGTH]
+    )
+
+
+# --------------------------------------------------------------------------------------------------- drift
+
+
+def policy_drift_check(
+    *, policy_id: int, live: dict | object | None = ..., gateway: kube.Gateway | None = None
+) -> DriftResult | None:
+    """Compare synced/drifted policy ``policy_id`` with its live object; record drifted/synced; return the result.
+
+    ``live`` may be passed when the caller already listed the objects (None = absent on the cluster). Returns None
+    for policies that are not synced or drifted. Raises KubeError when the cluster cannot be read.
+    """
+    policy = RuntimePolicy.objects.filter(pk=policy_id, sync_state__in=LIVE_STATES).first()
+    if policy is None or policy.applied_revision is None:
+        return None
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    if live is ...:
+        live = gateway.get(resource, name=policy.name)
+    result = compute_drift(policy, live, gateway=gateway, resource=resource)
+    _record_drift(policy, result, live)
+    return result
+
+
+def policies_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[DriftResult]:
+    """Check every synced/drifted policy against one list of the cluster's runtimes; return the drifted ones."""
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    live_by_name = {obj["metadata"]["name"]: obj for obj in gateway.list(resource).items}
+    drifted = []
+    for policy_id, name in RuntimePolicy.objects.filter(sync_state__in=LIVE_STATES).values_list("pk", "name"):
+        try:
+            result = policy_drift_check(policy_id=policy_id, live=live_by_name.get(name), gateway=gateway)
+        except kube.KubeError as exc:
+            if not exc.permanent:
+                raise
+            logger.warning("drift check of %s failed: %s", name, exc.message)
+            continue
+        if result is not None and result.drifted:
+            drifted.append(result)
+    return drifted
+
+
+def compute_drift(policy: RuntimePolicy, live: dict | None, *, gateway: kube.Gateway, resource) -> DriftResult:
+    """Return how ``live`` differs from what applying the policy's applied revision would produce.
+
+    Fast path: the live resourceVersion is the one we recorded → no drift. Otherwise the applied revision is
+    dry-run applied with force (so server defaults appear on both sides) and compared with ``live``; fields that
+    other field managers own outside our manifest count as drift too.
+    """
+    if live is None:
+        return DriftResult(policy.pk, policy.name, True, diff="The object is missing from the cluster.", missing=True)
+    metadata = live.get("metadata") or {}
+    if policy.applied_resource_version and metadata.get("resourceVersion") == policy.applied_resource_version:
+        return DriftResult(policy.pk, policy.name, False)
+    manifest = PolicyRevision.objects.get(policy=policy, number=policy.applied_revision).manifest
+    desired = desired_object(manifest, revision=policy.applied_revision)
+    ours = gateway.apply(resource, body=desired, dry_run=True, force=True)
+    ours_clean, live_clean = comparable(ours), comparable(live)
+    field_manager = gateway.settings.field_manager
+    foreign = foreign_fields(metadata.get("managedFields") or [], field_manager, desired)
+    if semantically_equal(ours_clean, live_clean) and not foreign:
+        return DriftResult(policy.pk, policy.name, False)
+    changes = [
+        {"path": c.path, "op": c.op, "ours": c.old, "live": c.new} for c in structural_diff(ours_clean, live_clean)
+    ]
+    managers = sorted({manager for manager, _ in foreign} | changers(live, field_manager, changes))
+    for manager, path in foreign:
+        if not any(change["path"] == path for change in changes):
+            changes.append({"path": path, "op": "added", "ours": None, "live": f"(owned by {manager})"})
+    diff = unified_diff(ours_clean, live_clean, old_label="portal (applied revision)", new_label="cluster (live)")
+    return DriftResult(policy.pk, policy.name, True, diff=diff, changes=changes, managers=managers)
+
+
+
+
+
+
+def _remove_foreign_fields(gateway: kube.Gateway, resource, applied: dict, desired: dict) -> dict:
+    """Delete the map fields other managers added outside our manifest (a forced re-apply keeps them otherwise).
+
+    Fields inside list items are left alone (a merge patch would replace the whole list); drift shows them.
+    """
+    managed = (applied.get("metadata") or {}).get("managedFields") or []
+    paths = [path for _, path in foreign_paths(managed, gateway.settings.field_manager, desired)]
+    patch: dict = {}
+    for path in paths:
+        if any(step.startswith("[") for step in path):
+            continue
+        node = patch
+        for step in path[:-1]:
+            node = node.setdefault(step, {})
+            if node is None:
+                break
+        else:
+            node[path[-1]] = None
+    if not patch:
+        return applied
+    return gateway.merge_patch(resource, name=applied["metadata"]["name"], patch=patch)
+
+
+
+
+
+
+
+
+
+
+def _record_drift(policy: RuntimePolicy, result: DriftResult, live: dict | None) -> None:
+    rows = RuntimePolicy.objects.filter(
+        pk=policy.pk, sync_state__in=LIVE_STATES, applied_revision=policy.applied_revision
+    )
+    if result.drifted:
+        rows.update(sync_state=SyncState.DRIFTED, drift_diff=result.diff)
+    else:
+        # Remember the live version we have checked, so the next check takes the fast path.
+        rv = str(((live or {}).get("metadata") or {}).get("resourceVersion") or policy.applied_resource_version)
+        rows.update(sync_state=SyncState.SYNCED, drift_diff="", applied_resource_version=rv)
+
+
+def policy_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gateway: kube.Gateway | None = None):
+    """Resolve a drift: ``reapply`` queues a forced apply of the current revision (returns that revision; the task
+    is enqueued on commit); ``adopt`` saves the live object as a new revision and marks it synced (returns None).
+
+    Raises PolicyError for an unknown action, SyncRefused for a policy that is not drifted or not on the
+    cluster, KubeError when the cluster fails.
+    """
+    if action not in DRIFT_ACTIONS:
+        raise PolicyError(f"Unknown action '{action}': use 'reapply' or 'adopt'.")
+    if policy.sync_state != SyncState.DRIFTED:
+        raise SyncRefused(f"'{policy.name}' is {policy.sync_state}, not drifted; run a drift check first.")
+    if action == "reapply":
+        return policy_sync_request(policy=policy, force=True)
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    live = gateway.get(resource, name=policy.name)
+    if live is None:
+        raise SyncRefused(f"'{policy.name}' is not on the cluster; there is nothing to adopt. Re-apply it instead.")
+    _adopt_into(policy, live, actor=actor)
+    return None
+
+
+
+
+def _adopt_into(policy: RuntimePolicy, live: dict, *, actor: Any) -> RuntimePolicy:
+    from runtimes.services.policies import policy_update
+
+    manifest = adoptable_manifest(live)
+    with transaction.atomic():
+        updated = policy_update(
+            name=policy.name,
+            manifest=manifest,
+            expected_version=policy.version,
+            author=actor,
+            message=f"Adopted from the cluster (resourceVersion {live['metadata'].get('resourceVersion')}).",
+            source=RevisionSource.ADOPT,
+        )
+        _mark_adopted(updated, live)
+    return updated
+
+
+def _mark_adopted(policy: RuntimePolicy, live: dict) -> None:
+    metadata = live.get("metadata") or {}
+    RuntimePolicy.objects.filter(pk=policy.pk, version=policy.version).update(
+        sync_state=SyncState.SYNCED,
+        sync_requested_revision=policy.version,
+        applied_revision=policy.version,
+        applied_resource_version=str(metadata.get("resourceVersion") or ""),
+        applied_generation=metadata.get("generation"),
+        last_synced_at=timezone.now(),
+        last_sync_error="",
+        sync_error_fields=[],
+        drift_diff="",
+    )
+
+
+def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptResult:
+    """Import every ClusterTrainingRuntime on the cluster as a policy whose history starts at the live object.
+
+    Idempotent: a runtime whose policy already has the same content is reported unchanged; one whose policy
+    differs is left alone and reported (resolve it through drift). Invalid runtimes are reported in ``failed``.
+    Raises KubeError when the cluster cannot be listed.
+    """
+    from runtimes.services.policies import policy_create
+
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    result = AdoptResult()
+    for live in sorted(gateway.list(resource).items, key=lambda obj: obj["metadata"]["name"]):
+        name = live["metadata"]["name"]
+        manifest = adoptable_manifest(live)
+        existing = RuntimePolicy.objects.filter(name=name).first()
+        if existing is not None:
+            if semantically_equal(strip_server_fields(existing.manifest), manifest):
+                result.unchanged.append(name)
+            else:
+                result.differing.append(name)
+            continue
+        try:
+            with transaction.atomic():
+                policy = policy_create(
+                    manifest=manifest,
+                    author=actor,
+                    message=f"Adopted from the cluster (resourceVersion {live['metadata'].get('resourceVersion')}).",
+                    source=RevisionSource.ADOPT,
+                )
+                _mark_adopted(policy, live)
+        except PolicyError as exc:
+            result.failed[name] = exc.message
+            continue
+        result.created.append(name)
+    return result
+
+
+# --------------------------------------------------------------------------------------------------- impact
+
+
+def runtime_referencing_trainjobs(*, name: str, gateway: kube.Gateway | None = None) -> list[dict]:
+    """Return ``[{namespace, name, created}]`` of TrainJobs whose runtimeRef names ClusterTrainingRuntime ``name``.
+
+    Raises KubeError when the cluster cannot be read (KubeNotFound when TrainJobs are not served).
+    """
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.TRAINJOB)
+    found = []
+    for job in gateway.list(resource).items:
+        ref = (job.get("spec") or {}).get("runtimeRef") or {}
+        if ref.get("name") == name and ref.get("kind", KIND) == KIND:
+            metadata = job.get("metadata") or {}
+            found.append(
+                {
+                    "namespace": metadata.get("namespace", ""),
+                    "name": metadata.get("name", ""),
+                    "created": metadata.get("creationTimestamp", ""),
+                }
+            )
+    return sorted(found, key=lambda job: (job["namespace"], job["name"]))
+
+
+def impact_num_nodes(raw: str | None) -> int | None:
+    """Return the ``numNodes`` asked for in an impact request (None when not given).
+
+    Raises PolicyError naming ``numNodes`` unless it is a whole number from 1 to MAX_NUM_NODES.
+    """
+    if not raw:
+        return None
+    message = f"must be a whole number from 1 to {MAX_NUM_NODES}"
+    try:
+        num_nodes = int(raw)
+    except ValueError:
+        num_nodes = 0
+    if not 1 <= num_nodes <= MAX_NUM_NODES:
+        raise PolicyError(message, code="invalid", fields=[field_problem("numNodes", message)])
+    return num_nodes
+
+
+def policy_sync_impact(*, policy: RuntimePolicy, num_nodes: int | None = None, gateway=None) -> dict:
+    """Return what applying the current revision changes: referencing TrainJobs and PodGroups old vs new.
+
+    ``{trainjobs, trainjobs_error, note, num_nodes, old: {pod_groups, error}, new: {...}, yaml_diff}``; "old" is the
+    applied revision (or the live object when there is none). Never raises for cluster errors (they are reported).
+    """
+    impact: dict[str, Any] = {
+        "note": "Runtimes only affect TrainJobs created after the change; running TrainJobs keep their PodGroups.",
+        "trainjobs": [],
+        "trainjobs_error": "",
+    }
+    try:
+        impact["trainjobs"] = runtime_referencing_trainjobs(name=policy.name, gateway=gateway)
+    except kube.KubeError as exc:
+        impact["trainjobs_error"] = exc.message
+    old_manifest = None
+    if policy.applied_revision:
+        old_manifest = (
+            PolicyRevision.objects.filter(policy=policy, number=policy.applied_revision)
+            .values_list("manifest", flat=True)
+            .first()
+        )
+    new_manifest = policy.manifest
+    manifest_nodes = ((new_manifest.get("spec") or {}).get("mlPolicy") or {}).get("numNodes")
+    nodes = num_nodes or int(manifest_nodes or IMPACT_DEFAULT_NUM_NODES)
+    impact["num_nodes"] = nodes
+
+    def groups(manifest):
+        if manifest is None:
+            return {"pod_groups": [], "error": "Not applied yet.", "total_pods": 0}
+        try:
+            expansion = expand(manifest, trainjob_name="example", num_nodes=nodes)
+        except ExpansionError as exc:
+            return {"pod_groups": [], "error": str(exc), "total_pods": 0}
+        return {
+            "total_pods": expansion.total_pods,
+            "error": "",
+            "pod_groups": [
+                {
+                    "template": group.template_name,
+                    "level": group.level,
+                    "policy": group.policy,
+                    "min_count": group.min_count,
+                    "topology_key": group.topology_key,
+                    "replicated_jobs": list(group.replicated_jobs),
+                    "pod_count": group.pod_count,
+                    "kind": group.kind,
+                }
+                for group in expansion.pod_groups
+            ],
+        }
+
+    impact["old"] = groups(old_manifest)
+    impact["new"] = groups(new_manifest)
+    impact["yaml_diff"] = (
+        unified_diff(old_manifest, new_manifest, old_label="applied", new_label="current") if old_manifest else ""
+    )
+    return impact
+
+
+def policy_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> bool:
+    """Delete the policy's ClusterTrainingRuntime from the cluster and mark the policy a draft again.
+
+    Returns False when the runtime was not on the cluster. The sync fields are reset by compare-and-set on the
+    state and requested revision read before the delete: a sync requested meanwhile keeps its row (it will
+    re-create the runtime). Raises KubeError (and changes no row) when the cluster refuses. Callers show
+    :func:`runtime_referencing_trainjobs` as a warning first.
+    """
+    before = RuntimePolicy.objects.filter(pk=policy.pk).values("sync_state", "sync_requested_revision").first()
+    gateway = gateway or get_gateway()
+    resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    deleted = gateway.delete(resource, name=policy.name) is not None
+    if before is not None:
+        RuntimePolicy.objects.filter(
+            pk=policy.pk, sync_state=before["sync_state"], sync_requested_revision=before["sync_requested_revision"]
+        ).update(
+            sync_state=SyncState.DRAFT,
+            applied_revision=None,
+            applied_resource_version="",
+            applied_generation=None,
+            drift_diff="",
+        )
+    return deleted
+
+
+def policy_drift_view_data(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> dict[str, Any]:
+    """Check ``policy`` for drift now and return what the drift page shows side by side.
+
+    ``{result, live, ours, error}``: the DriftResult (None when the policy is not live), the live object and the
+    applied revision as YAML, and the cluster's message when it could not be read (then the rest is empty).
+    """
+    data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": ""}
+    try:
+        gateway = gateway or get_gateway()
+        data["result"] = policy_drift_check(policy_id=policy.pk, gateway=gateway)
+        resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+        data["live"] = live_yaml(gateway.get(resource, name=policy.name))
+        if policy.applied_revision:
+            manifest = PolicyRevision.objects.get(policy=policy, number=policy.applied_revision).manifest
+            data["ours"] = live_yaml(desired_object(manifest, revision=policy.applied_revision))
+    except kube.KubeError as exc:
+        data["error"] = exc.message
+    return data

@@ -1,0 +1,153 @@
+"""HTML pages of cluster sync: the per-policy sync panel, impact, drift, delete-from-cluster, bulk sync and adopt.
+
+Thin views: every read and write is one call of `runtimes.services.sync` (which enqueues its own Celery tasks on
+commit) or `runtimes.services.sync_batches`. Every page needs a portal role; every action needs platform-admin.
+Pages work without JavaScript; with htmx the sync panel and the bulk progress poll.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views import View
+
+from runtimes.domain.constants import MAX_NUM_NODES
+from runtimes.errors import PolicyError, SyncBatchNotFound
+from runtimes.services import sync, sync_batches
+from runtimes.views.policies import policy_or_404
+from trainer_portal.kube.errors import KubeError
+from trainer_portal.permissions import PlatformAdminForWritesMixin, PlatformAdminRequiredMixin, ViewerRequiredMixin
+
+TRUE_VALUES = ("1", "true", "on")
+
+
+class BulkSyncView(PlatformAdminRequiredMixin, View):
+    """POST: queue every policy (or the ``names`` posted) and show the batch's progress page."""
+
+    def post(self, request):
+        names = request.POST.getlist("names") or None
+        try:
+            batch = sync.policies_sync_request(names=names, actor=request.user)
+        except PolicyError as exc:
+            messages.error(request, exc.message)
+            return redirect("cluster:page")
+        return redirect("runtimes:sync-batch", batch_id=batch.id.hex)
+
+
+class SyncBatchView(ViewerRequiredMixin, View):
+    """Bulk sync progress (n of m, failures listed); the htmx partial polls itself until finished."""
+
+    def get(self, request, batch_id: str):
+        try:
+            progress = sync_batches.sync_batch_progress(batch_id=batch_id)
+        except SyncBatchNotFound as exc:
+            raise Http404(exc.message)
+        template = "runtimes/_sync_progress.html" if request.htmx else "cluster/batch.html"
+        return render(request, template, {"progress": progress})
+
+
+class AdoptView(PlatformAdminRequiredMixin, View):
+    """POST: adopt every ClusterTrainingRuntime on the cluster as a policy (idempotent)."""
+
+    def post(self, request):
+        try:
+            result = sync.policies_adopt(actor=request.user)
+        except KubeError as exc:
+            messages.error(request, f"Adoption failed: {exc.message}")
+            return redirect("cluster:page")
+        return render(request, "cluster/adopt_result.html", {"result": result})
+
+
+class SyncPanelView(ViewerRequiredMixin, View):
+    """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
+
+    def get(self, request, name: str):
+        return render(request, "runtimes/_sync_panel.html", {"policy": policy_or_404(name)})
+
+
+class SyncImpactView(ViewerRequiredMixin, View):
+    """GET: the impact of applying the current revision (``numNodes`` optional; a bad value is reported)."""
+
+    def get(self, request, name: str):
+        policy = policy_or_404(name)
+        error = ""
+        try:
+            num_nodes = sync.impact_num_nodes(request.GET.get("numNodes"))
+        except PolicyError as exc:
+            num_nodes, error = None, exc.message
+        impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
+        context = {"policy": policy, "impact": impact, "error": error, "max_num_nodes": MAX_NUM_NODES}
+        return render(request, "cluster/impact.html", context)
+
+
+class SyncRequestView(PlatformAdminRequiredMixin, View):
+    """POST: queue the policy's current revision for syncing (``force=1`` takes over conflicting fields)."""
+
+    def post(self, request, name: str):
+        policy = policy_or_404(name)
+        force = request.POST.get("force") in TRUE_VALUES
+        try:
+            revision = sync.policy_sync_request(policy=policy, force=force)
+        except PolicyError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Revision {revision} of {policy.name} is queued for the cluster.")
+        if request.htmx:
+            policy.refresh_from_db()
+            return render(request, "runtimes/_sync_panel.html", {"policy": policy})
+        return redirect(request.POST.get("next") or reverse("runtimes:drift", args=[policy.name]))
+
+
+class DriftView(PlatformAdminForWritesMixin, View):
+    """GET: side-by-side ours vs live with the changes; POST (admin): ``action=check|reapply|adopt``."""
+
+    def get(self, request, name: str):
+        policy = policy_or_404(name)
+        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy)}
+        policy.refresh_from_db()
+        return render(request, "cluster/drift.html", context)
+
+    def post(self, request, name: str):
+        policy = policy_or_404(name)
+        action = request.POST.get("action", "")
+        try:
+            if action == "check":
+                result = sync.policy_drift_check(policy_id=policy.pk)
+                if result is None:
+                    messages.info(request, "Only synced or drifted policies can be checked.")
+                else:
+                    messages.info(request, "Drift found." if result.drifted else "No drift: the cluster matches.")
+            elif sync.policy_drift_resolve(policy=policy, action=action, actor=request.user) is not None:
+                messages.success(request, "Re-applying the portal's revision with force.")
+            else:
+                messages.success(request, "The live object was adopted as a new revision.")
+        except (PolicyError, KubeError) as exc:
+            messages.error(request, exc.message)
+        return redirect("runtimes:drift", name=policy.name)
+
+
+class ClusterDeleteView(PlatformAdminRequiredMixin, View):
+    """GET: confirm deleting the policy's runtime from the cluster (warns about TrainJobs); POST: delete it."""
+
+    def get(self, request, name: str):
+        policy = policy_or_404(name)
+        trainjobs, error = [], ""
+        try:
+            trainjobs = sync.runtime_referencing_trainjobs(name=policy.name)
+        except KubeError as exc:
+            error = exc.message
+        return render(request, "cluster/delete.html", {"policy": policy, "trainjobs": trainjobs, "error": error})
+
+    def post(self, request, name: str):
+        policy = policy_or_404(name)
+        try:
+            deleted = sync.policy_cluster_delete(policy=policy)
+        except KubeError as exc:
+            messages.error(request, "The cluster refused the removal: " + exc.message)
+            return redirect("runtimes:cluster-delete", name=policy.name)
+        messages.success(
+            request, f"Deleted {policy.name} from the cluster." if deleted else f"{policy.name} was not on the cluster."
+        )
+        return redirect("cluster:page")

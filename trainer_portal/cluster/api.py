@@ -1,0 +1,82 @@
+"""``GET /api/v1/cluster/``: the cluster connection status (any portal role), and its serializers (documentation of
+the plain data `status.cluster_status` returns; keep them in step)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from trainer_portal.permissions import IsViewer
+
+from . import selectors
+
+# The project-wide error body ({"error": {code, message, fields}}), documented once as the "Error" component.
+ERROR_BODY = {"$ref": "#/components/schemas/Error"}
+
+
+class ClusterVersionSerializer(serializers.Serializer):
+    git_version = serializers.CharField(allow_blank=True)
+    major = serializers.CharField(allow_blank=True)
+    minor = serializers.CharField(allow_blank=True)
+    platform = serializers.CharField(allow_blank=True)
+
+
+class ClusterApiCheckSerializer(serializers.Serializer):
+    group_version = serializers.CharField()
+    served = serializers.BooleanField()
+    error = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class CrdSchedulingProbeSerializer(serializers.Serializer):
+    accepted = serializers.BooleanField(allow_null=True, help_text="None when the probe could not run.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class ClusterPermissionSerializer(serializers.Serializer):
+    verb = serializers.CharField()
+    resource = serializers.CharField()
+    allowed = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class ClusterStatusSerializer(serializers.Serializer):
+    """The cluster connection status; when unreachable, ``error`` and ``hint`` say why and what to do."""
+
+    connection = serializers.CharField()
+    field_manager = serializers.CharField()
+    reachable = serializers.BooleanField()
+    server = serializers.CharField(required=False, help_text="Only when reachable.")
+    error = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+    version = ClusterVersionSerializer(allow_null=True)
+    apis = ClusterApiCheckSerializer(many=True)
+    scheduling_versions = serializers.ListField(child=serializers.CharField())
+    crd_scheduling = CrdSchedulingProbeSerializer(allow_null=True)
+    permissions = ClusterPermissionSerializer(many=True)
+    checked_at = serializers.FloatField(help_text="Unix time of the check.")
+    elapsed_ms = serializers.FloatField()
+
+
+class ClusterApi(APIView):
+    """The cluster connection status (GET, viewer)."""
+
+    permission_classes = [IsViewer]
+
+    @extend_schema(
+        operation_id="cluster_status",
+        summary="Cluster connection status",
+        description="How the portal connects, whether the API server answers, its version, the served APIs, "
+        "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
+        "an unreachable cluster has `reachable: false` with `error` and `hint`.",
+        responses={200: ClusterStatusSerializer,
+                   403: OpenApiResponse(ERROR_BODY, description="Not logged in, or your role may not do this.")},
+        tags=["cluster sync"],
+    )
+    def get(self, request):
+        return Response(selectors.cluster_status())
