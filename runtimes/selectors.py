@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from runtimes.choices import POLICY_ORDERINGS, SyncState
+from runtimes.domain import status
 from runtimes.domain.diff import Change, structural_diff, unified_diff
+from runtimes.domain.status import LIVE_STATES
 from runtimes.errors import PolicyNotFound, RevisionNotFound
 from runtimes.models import PolicyRevision, RuntimePolicy
 
@@ -18,6 +20,8 @@ def policy_list(
     framework: str = "",
     scheduling_mode: str = "",
     sync_state: str = "",
+    sync_status: str = "",
+    cluster_status: str = "",
     ordering: str = "name",
 ) -> QuerySet[RuntimePolicy]:
     """Return policies matching the filters (empty filter = any), with their creator and last editor joined.
@@ -38,7 +42,23 @@ def policy_list(
         queryset = queryset.filter(scheduling_mode=scheduling_mode)
     if sync_state:
         queryset = queryset.filter(sync_state=sync_state)
+    if sync_status:
+        queryset = queryset.filter(_sync_status_filter(sync_status))
+    if cluster_status:
+        queryset = queryset.filter(cluster_state=cluster_status)
     return queryset.order_by(*POLICY_ORDERINGS[ordering])
+
+
+def _sync_status_filter(code: str) -> Q:
+    """Return the rows whose `RuntimePolicy.sync_status` has `code` (the same rule, as a query)."""
+    live = Q(sync_state__in=LIVE_STATES, applied_revision__isnull=False)
+    if code == status.SYNCED:
+        return live & Q(applied_revision=F("version"))
+    if code == status.OUT_OF_SYNC:
+        return live & ~Q(applied_revision=F("version"))
+    if code == status.DRAFT:
+        return ~Q(sync_state__in=[status.QUEUED, status.SYNCING, status.FAILED]) & ~live
+    return Q(sync_state=code)
 
 
 def policy_get(*, name: str) -> RuntimePolicy:

@@ -7,6 +7,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from . import views
 
+PAGE = ["get", "head"]
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
@@ -18,6 +20,7 @@ urlpatterns = [
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The doc pages are HTML templates only: OPTIONS (which would render DRF metadata into them) is not offered.
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", http_method_names=PAGE), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema", http_method_names=PAGE), name="api-redoc"),
 ]

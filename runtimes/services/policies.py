@@ -203,16 +203,15 @@ def policy_delete(*, name: str, expected_version: int | None = None, actor: Any)
     With `expected_version`, delete only if the policy is still at that version. Returns None. Raises
     PolicyNotFound and StaleVersion.
     """
-    policy = _get_policy(name)
-    rows = RuntimePolicy.objects.filter(pk=policy.pk)
-    if expected_version is not None:
-        rows = rows.filter(version=expected_version)
-    _, per_model = rows.delete()
-    if per_model.get(RuntimePolicy._meta.label, 0) != 1:
-        current = RuntimePolicy.objects.filter(pk=policy.pk).first()
-        if current is None:
+    with transaction.atomic():
+        # The row is locked before its revisions are collected: an import or edit holding it finishes first, so a
+        # revision it adds is deleted with the policy instead of pointing at a deleted row (an IntegrityError).
+        policy = RuntimePolicy.objects.select_for_update().filter(name=name).first()
+        if policy is None:
             raise PolicyNotFound(name)
-        raise _stale(current, expected_version or 0)
+        if expected_version is not None and policy.version != expected_version:
+            raise _stale(policy, expected_version)
+        RuntimePolicy.objects.filter(pk=policy.pk).delete()
     logger.info("policy %s deleted at version %s by %s", name, policy.version, _username(actor))
 
 

@@ -17,10 +17,10 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from runtimes import services
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import RuntimePolicy
+from runtimes.services import policies as services
 from tests.hardening.conftest import stored_digest
 from tests.runtimes.test_services import level1
 from tests.ui import editor_post_data, l2_l3_manifest
@@ -55,7 +55,7 @@ VALUES: dict[str, str] = {
     "minus-zero-float": "-0.0",
     "negative": "-1",
     "float": "1.5",
-    "float-integral": "2.0",
+    "float-integral": "4.0",
     "true": "true",
     "false": "false",
     "null": "null",
@@ -123,7 +123,9 @@ MANIFEST_PATHS = [
 # defaults or free choices, and a preview saves nothing, so an answer there is only checked for 5xx.
 PREVIEW_NUMBERS = {("numNodes",), ("topology", "zones"), ("topology", "nodesPerRack"), ("topology", "seed"),
                    ("resourcesPerNode", "nvidia.com/gpu")}
-PREVIEW_NUMBER_OK = {"null", "minus-zero"}  # null: the default; -0 is the integer 0 (a valid seed)
+PREVIEW_NUMBER_OK = {"null", "empty-string", "minus-zero"}  # null, "": the default; -0 is 0 (a valid seed)
+# A Kubernetes quantity may be a JSON number: 4.0 GPUs are 4 GPUs, 1.5 CPUs are 1500m.
+PREVIEW_QUANTITY_OK = PREVIEW_NUMBER_OK | {"float", "float-integral", "minus-zero-float"}
 
 
 def _may_succeed(allowed, path: tuple, value_id: str) -> bool:
@@ -132,6 +134,8 @@ def _may_succeed(allowed, path: tuple, value_id: str) -> bool:
         return True
     if allowed == "preview":
         number_path = path in PREVIEW_NUMBERS or (len(path) > 1 and path[1:] in PREVIEW_NUMBERS)
+        if path and path[-2:-1] == ("resourcesPerNode",):
+            return value_id in PREVIEW_QUANTITY_OK
         return not number_path or value_id in PREVIEW_NUMBER_OK
     return value_id in allowed.get(path, set())
 
@@ -152,8 +156,8 @@ API_BODIES = [
      [(), ("spec",), ("spec", "mlPolicy"), ("spec", "mlPolicy", "numNodes"), ("metadata", "name"), ("kind",)],
      {}, {"content_type": "application/merge-patch+json", "headers": {"If-Match": '"1"'}}),
     ("delete", "delete", f"/api/v1/runtimes/{NAME}/", {"version": 1}, [(), ("version",)], {}, {}),
-    ("rollback", "post", f"/api/v1/runtimes/{NAME}/rollback/", {"revision": 1, "version": 2, "message": "m"},
-     [(), ("revision",), ("version",), ("message",)], {("message",): FREE_TEXT}, {}),
+    ("rollback", "post", f"/api/v1/runtimes/{NAME}/rollback/", {"revision": 1, "version": 2},
+     [(), ("revision",), ("version",)], {}, {}),
     ("import", "post", "/api/v1/runtimes/import/", {"text": dump_yaml(_new_manifest()), "mode": "create-only",
                                                       "message": "m"},
      [(), ("text",), ("mode",), ("message",)], {("message",): FREE_TEXT}, {}),
@@ -421,6 +425,8 @@ API_QUERIES = [
     f"/api/v1/runtimes/{NAME}/sync/impact/?numNodes=%2B-5", f"/api/v1/runtimes/{NAME}/sync/impact/?numNodes=%C2%B2",
     f"/api/v1/runtimes/{NAME}/sync/impact/?numNodes={HUGE}", f"/api/v1/runtimes/{NAME}/sync/impact/?numNodes=%00",
     f"/api/v1/runtimes/{NAME}/export/?format=%00", f"/api/v1/runtimes/{NAME}/export/?format=nope",
+    f"/api/v1/runtimes/{NAME}/export/?revision=%C2%B2", f"/api/v1/runtimes/{NAME}/export/?revision={HUGE}",
+    f"/api/v1/runtimes/{NAME}/export/?revision=%D9%A3",
     "/api/v1/sync-jobs/a%2Fb/", "/api/v1/sync-jobs/%00/", "/api/v1/sync-jobs/" + "x" * 3000 + "/",
     "/api/v1/runtimes/%00/", "/api/v1/runtimes/" + "a" * 300 + "/", "/api/v1/runtimes/%F0%9F%9A%80/",
     "/api/v1/runtimes/%ED%A0%80/", "/api/v1/runtimes/..%2F..%2Fetc/", "/api/v1/cluster/?verbose=%00",
@@ -453,6 +459,26 @@ def test_hostile_query_strings_and_paths_are_handled(admin_api, policies, url):
     assert stored_digest() == policies
     if url.startswith("/api/") and response.status_code == 400:
         assert _error_fields(response)
+
+
+YAML_WRITES = [("post", "/api/v1/runtimes/"), ("put", f"/api/v1/runtimes/{NAME}/"),
+               ("post", "/api/v1/runtimes/import/")]
+QUERY_MESSAGES = {"nul": "a%00b", "too-long": "m" * 501, "nul-only": "%00"}
+
+
+@pytest.mark.parametrize(("method", "url"), YAML_WRITES, ids=[f"{m}:{u}" for m, u in YAML_WRITES])
+@pytest.mark.parametrize("message", list(QUERY_MESSAGES))
+def test_a_bad_message_in_the_query_saves_nothing(admin_api, policies, method, url, message):
+    manifest = _new_manifest() if method == "post" else _changed_manifest()
+    manifest["spec"]["mlPolicy"]["numNodes"] = 5
+    response = getattr(admin_api, method)(
+        f"{url}?message={QUERY_MESSAGES[message]}", dump_yaml(manifest), content_type="application/yaml",
+        headers={"If-Match": '"2"'},
+    )
+
+    assert response.status_code == 400, (response.status_code, response.content[:300])
+    assert [f["path"] for f in _error_fields(response)] == ["message"]
+    assert stored_digest() == policies
 
 
 def _routes(resolver: URLResolver | None = None, prefix: str = "") -> list[str]:
@@ -520,7 +546,7 @@ TEXT_BAD = ["nul", "only-nul"]  # invalid in any text field (PostgreSQL cannot s
 
 def _editor_data(manifest: dict, *, creating: bool, version: int | None) -> dict:
     from runtimes.domain.editing import fields_from_manifest
-    from runtimes.forms import PolicyEditor
+    from runtimes.forms.editor import PolicyEditor
 
     fields = fields_from_manifest(manifest)
     editor = PolicyEditor.from_fields(fields, creating=creating, fixed_name="" if creating else fields.name)

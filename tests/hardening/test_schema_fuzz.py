@@ -20,8 +20,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from runtimes import services
 from runtimes.choices import RevisionSource
+from runtimes.services import policies as services
 from tests.runtimes.test_services import level1
 
 pytestmark = pytest.mark.django_db

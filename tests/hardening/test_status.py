@@ -7,15 +7,18 @@ CRD's defaults are never drift, and adopt and drift agree on what "different" me
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from rest_framework.test import APIClient
 
-from runtimes import services
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import new_runtime
 from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.services import policies as services
 from tests.hardening.conftest import stored_digest
 from trainer_portal import kube
+from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +32,7 @@ def ctr(gateway):
 @pytest.fixture
 def other(cluster):
     """A second client with another field manager, playing `kubectl edit`."""
-    return kube.build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
+    return build_gateway(KubeSettings(config_path=cluster.kubeconfig, field_manager="kubectl-edit"))
 
 
 @pytest.fixture
@@ -128,7 +131,7 @@ def test_synced_only_when_the_current_revision_is_applied(
     for page in ("/runtimes/", "/runtimes/calm/"):
         html = client.get(page).content.decode()
         assert "Out of sync (revision 2 not applied)" in html, page
-        assert ">Synced<" not in html, page
+        assert not re.search(r'<span class="badge[^"]*"[^>]*>Synced</span>', html), page
     assert [p["name"] for p in api.get("/api/v1/runtimes/?sync_status=out_of_sync").json()["results"]] == ["calm"]
     assert api.get("/api/v1/runtimes/?sync_status=synced").json()["results"] == []
     listed = client.get("/runtimes/?sync_status=out_of_sync").content.decode()
@@ -151,7 +154,8 @@ def test_sync_status_and_cluster_status_are_separate_facts(
     assert api.get("/api/v1/runtimes/?cluster_status=matches").json()["results"] == []
     client.force_login(alice)
     html = client.get("/runtimes/calm/").content.decode()
-    assert "Synced" in html and "Drifted" in html
+    assert re.search(r'<span class="badge[^"]*"[^>]*>Synced</span>', html)
+    assert re.search(r'<span class="badge[^"]*"[^>]*>Drifted</span>', html)
     assert 'href="/runtimes/calm/"' in client.get("/runtimes/?cluster_status=drifted").content.decode()
 
 

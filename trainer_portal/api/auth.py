@@ -6,9 +6,11 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_seriali
 from rest_framework import exceptions, serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 
 from trainer_portal.accounts import api_token_for
+from trainer_portal.api.parsers import BoundedJSONParser
 from trainer_portal.roles import is_viewer
 
 _TOKEN = inline_serializer(
@@ -41,6 +43,8 @@ class ObtainTokenApi(ObtainAuthToken):
     """
 
     permission_classes = ()
+    # Bounded like every API body; forms stay accepted (bounded by DATA_UPLOAD_MAX_MEMORY_SIZE) for curl -d users.
+    parser_classes = (BoundedJSONParser, FormParser)
 
     @extend_schema(
         operation_id="auth_token_create",
