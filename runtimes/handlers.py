@@ -57,6 +57,12 @@ class RuntimeDriftHandler:
         self.checks += len(results)
         self.drifted += sum(1 for result in results if result.drifted)
 
+    def close(self) -> None:
+        # The hub's dispatch thread ends: its database connection goes with it.
+        from django.db import connections
+
+        connections.close_all()
+
     def status(self) -> dict:
         return {"runtimes": len(self.live), "pending": len(self.dirty), "checks": self.checks,
                 "drifted": self.drifted}
