@@ -45,29 +45,24 @@ VALUES: dict[str, str] = {
     "plus-minus": '"+-5"',
     "superscript-two": '"²"',
     "arabic-three": '"٣"',
-    "fullwidth-five": '"５"',
     "digits-5000-string": '"' + "9" * 5000 + '"',
     "digits-5000": "9" * 5000,
     "two-to-the-64": str(2**64),
     "1e309": "1e309",
     "minus-1e309": "-1e309",
     "minus-zero": "-0",
-    "minus-zero-float": "-0.0",
     "negative": "-1",
     "float": "1.5",
     "float-integral": "4.0",
     "true": "true",
-    "false": "false",
     "null": "null",
     "list": "[1, 2]",
-    "empty-list": "[]",
     "object": '{"a": 1}',
     "empty-object": "{}",
     "empty-string": '""',
     "nul": '"\\u0000"',
     "nul-inside": '"ab\\u0000cd"',
     "lone-high-surrogate": '"\\ud800"',
-    "lone-low-surrogate": '"x\\udfff"',
     "rtl-override": '"\\u202egnp.exe"',
     "combining-marks": '"e' + "\\u0301" * 64 + '"',
     "emoji": '"\U0001f680\U0001f525"',
@@ -80,7 +75,7 @@ VALUES: dict[str, str] = {
 }
 # Fragments that are well-formed text: a valid revision message.
 FREE_TEXT = {"rtl-override", "combining-marks", "emoji", "empty-string", "plus-minus", "superscript-two",
-             "arabic-three", "fullwidth-five", "digits-5000-string", "lone-low-surrogate", "lone-high-surrogate"}
+             "arabic-three", "digits-5000-string", "lone-high-surrogate"}
 ALL = set(VALUES)
 
 
@@ -125,7 +120,7 @@ PREVIEW_NUMBERS = {("numNodes",), ("topology", "zones"), ("topology", "nodesPerR
                    ("resourcesPerNode", "nvidia.com/gpu")}
 PREVIEW_NUMBER_OK = {"null", "empty-string", "minus-zero"}  # null, "": the default; -0 is 0 (a valid seed)
 # A Kubernetes quantity may be a JSON number: 4.0 GPUs are 4 GPUs, 1.5 CPUs are 1500m.
-PREVIEW_QUANTITY_OK = PREVIEW_NUMBER_OK | {"float", "float-integral", "minus-zero-float"}
+PREVIEW_QUANTITY_OK = PREVIEW_NUMBER_OK | {"float", "float-integral"}
 
 
 def _may_succeed(allowed, path: tuple, value_id: str) -> bool:
