@@ -1,5 +1,6 @@
 """CLI: `python -m sandbox --port PORT --kubeconfig PATH [--topology demo|large|none] [--no-controllers]
-[--kube-version 1.37|1.36] [--block-key KEY]`. Prints `sandbox ready at <url>` once it listens."""
+[--kube-version 1.37|1.36] [--block-key KEY] [--gate NAME=true|false ...] [--trainer-crd VARIANT]`.
+Prints `sandbox ready at <url>` once it listens."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import sys
 import threading
 from typing import Any
 
+from sandbox.apiserver.server import ServerConfig, build_registry, make_server
+from sandbox.apiserver.workloads import DEFAULT_GATES
+from sandbox.bootstrap import TRAINER_CRD_V24_V1BETA1, TRAINER_CRD_VARIANTS, load_crds
 from sandbox.kubeconfig import write_kubeconfig
-from sandbox.server import ServerConfig, build_registry, make_server
 
 DEFAULT_BLOCK_KEY = "cloud.provider.com/topology-block"
 
@@ -30,8 +33,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--watch-timeout", type=float, default=1800.0, help="server-side watch timeout (s)")
     parser.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks")
     parser.add_argument("--history", type=int, default=20000, help="watch events kept per resource")
+    parser.add_argument("--gate", action="append", default=[], metavar="NAME=true|false",
+                        help="set an API-server feature gate, e.g. TopologyAwareWorkloadScheduling=false (repeatable; "
+                             "comma-separated pairs work too); known: " + ", ".join(sorted(DEFAULT_GATES)))
+    parser.add_argument("--trainer-crd", choices=TRAINER_CRD_VARIANTS, default=TRAINER_CRD_V24_V1BETA1,
+                        help="Trainer runtime CRDs to install: v2.4 with the 1.37 embedded scheduling types "
+                             "(default), v2.4 with the 1.36 (v1alpha2) types, or v2.3 without spec.scheduling")
     parser.add_argument("--verbose", action="store_true", help="log every request")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        args.gates = parse_gates(args.gate)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return args
+
+
+def parse_gates(values: list[str]) -> dict[str, bool]:
+    """Returns {gate: enabled} from `NAME=true|false` items (each may hold comma-separated pairs).
+
+    Raises ValueError naming an unknown gate or a value that is not true/false.
+    """
+    gates: dict[str, bool] = {}
+    for item in (part.strip() for value in values for part in value.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if name not in DEFAULT_GATES:
+            raise ValueError(f"--gate: unrecognized feature gate {name!r}; known: {', '.join(sorted(DEFAULT_GATES))}")
+        if not sep or value.lower() not in ("true", "false"):
+            raise ValueError(f"--gate {item!r}: expected {name}=true or {name}=false")
+        gates[name] = value.lower() == "true"
+    return gates
 
 
 def _preset_nodes(topology: str, block_key: str) -> list[dict[str, Any]]:
@@ -51,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     nodes = _preset_nodes(args.topology, args.block_key)
-    registry = build_registry(args.kube_version, nodes, history_limit=args.history)
+    registry = build_registry(args.kube_version, nodes, history_limit=args.history,
+                              crds=load_crds(variant=args.trainer_crd), gates=args.gates)
     config = ServerConfig(kube_version=args.kube_version, watch_timeout=args.watch_timeout,
                           bookmark_interval=args.bookmark_interval, verbose=args.verbose)
     server = make_server(args.host, args.port, registry, config)
@@ -74,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"sandbox: controllers need sandbox.controllers.start_controllers ({exc}); "
                              f"use --no-controllers to serve the API only")
         start_controllers(server.url, kube_version=args.kube_version, stop=stop)
+    off = ", ".join(f"{name}=false" for name, on in sorted(registry.gates.items()) if not on)
     print(f"sandbox ready at {server.url} (kube {args.kube_version}, {len(nodes)} nodes, "
-          f"kubeconfig {args.kubeconfig})", flush=True)
+          f"kubeconfig {args.kubeconfig}, trainer CRDs {args.trainer_crd}{', gates ' + off if off else ''})",
+          flush=True)
     stop.wait()
     server.shutdown_all()
-    registry.stop_gc()
+    registry.gc.stop()
     server.server_close()
     print("sandbox stopped", flush=True)
     return 0

@@ -1,6 +1,6 @@
 """`SandboxProcess`: run `python -m sandbox` as a subprocess for tests and scripts.
 
-    with SandboxProcess(topology="none", controllers=False) as sandbox:
+    with SandboxProcess(topology="none", controllers=False) as sandbox:  # also gates={...}, trainer_crd="v2.3"
         client = kubernetes.config.new_client_from_config(config_file=sandbox.kubeconfig)
         ...
         sandbox.reset()
@@ -36,7 +36,8 @@ class SandboxProcess:
     def __init__(self, *, topology: str = "none", controllers: bool = False, kube_version: str = "1.37",
                  block_key: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
                  extra_args: list[str] | None = None, python: str | None = None, startup_timeout: float = 60.0,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, gates: dict[str, bool] | None = None,
+                 trainer_crd: str | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="sandbox-")
         self.kubeconfig = str(kubeconfig or Path(self._tmp.name) / "kubeconfig")
         self.url = ""
@@ -47,6 +48,10 @@ class SandboxProcess:
             args.append("--no-controllers")
         if block_key:
             args += ["--block-key", block_key]
+        if trainer_crd:
+            args += ["--trainer-crd", trainer_crd]
+        for name, enabled in (gates or {}).items():
+            args += ["--gate", f"{name}={'true' if enabled else 'false'}"]
         args += list(extra_args or ())
         self._args = args
         self._env = {**os.environ, **(env or {})}
@@ -121,6 +126,10 @@ class SandboxProcess:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             raise SandboxError(f"{method} {path} failed: {exc.code} {exc.read().decode(errors='replace')}")
+
+    def info(self) -> dict[str, Any]:
+        """Returns {"kubeVersion", "featureGates", "resourceVersion", "counts"} of the running sandbox."""
+        return self._call("GET", "/sandbox/info")
 
     def reset(self) -> str:
         """Returns the cluster to its start-up state; returns the current resourceVersion."""

@@ -7,6 +7,8 @@ tainted) so that the scheduler's explanations and the portal's exclusion counts 
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass
 
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -105,6 +107,15 @@ def _large_nodes(block_key: str) -> list[dict]:
     return nodes
 
 
+def _node_id(name: str, what: str) -> str:
+    """Returns a stable 32-hex-digit id of a node (as a kubelet reports machine and boot ids)."""
+    return hashlib.sha256(f"{what}:{name}".encode()).hexdigest()[:32]
+
+
+def _node_uuid(name: str) -> str:
+    return str(uuid.UUID(_node_id(name, "system")))
+
+
 def make_node(
     name: str,
     *,
@@ -157,10 +168,17 @@ def make_node(
             "conditions": [ready_condition],
             "addresses": [{"type": "Hostname", "address": name}],
             "nodeInfo": {
-                "kubeletVersion": "v1.37.0-sandbox",
+                "machineID": _node_id(name, "machine"),
+                "systemUUID": _node_uuid(name),
+                "bootID": _node_id(name, "boot"),
+                "kernelVersion": "6.8.0-sandbox",
+                "osImage": "Sandbox Linux",
                 "containerRuntimeVersion": "sandbox://1",
+                "kubeletVersion": "v1.37.0-sandbox",
+                "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         },
     }

@@ -1,12 +1,14 @@
 """The simulated cluster's controllers, talking to the sandbox API server over HTTP with list+watch.
 
 `start_controllers(api_url, kube_version=..., stop=...)` starts, as daemon threads: shared informers (nodes, pods,
-PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes), the Trainer TrainJob controller, the gang
-scheduler, the kubelet simulation and, when enabled, the demo workload generator. It returns at once; everything
-stops when `stop` is set. A controller error is logged and retried with backoff, never raised to the caller.
+PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes, PriorityClasses), the Trainer TrainJob
+controller, the gang scheduler, the PodGroup protection controller, the kubelet simulation and, when enabled, a
+minimal Kueue and the demo workload generator. It returns at once; everything stops when `stop` is set. A
+controller error is logged and retried with backoff, never raised to the caller.
 
 Modules: `client` (JSON HTTP + watch), `informer` (caches + loops), `fit` (pure placement core, `try_place`),
-`scheduler`, `trainer` (+ `podspec`), `kubelet`, `generator`, `common`, `resources` (quantities).
+`scheduler`, `trainer` (+ `expansion`, `podspec`), `protection`, `kubelet`, `kueue`, `generator`, `common`,
+`resources`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Controllers:
     scheduler: object | None = None
     trainer: object | None = None
     kubelet: object | None = None
+    protection: object | None = None
+    kueue: object | None = None
     generator: object | None = None
 
     def wait_synced(self, timeout: float = 10.0) -> bool:
@@ -36,19 +40,22 @@ class Controllers:
         return all(informer.synced.wait(timeout) for informer in self.informers.values())
 
 
-def _generator_enabled(flag: bool | None) -> bool:
+def _enabled(flag: bool | None, variable: str) -> bool:
     if flag is not None:
         return flag
-    return os.environ.get("SANDBOX_GENERATOR", "").strip().lower() in ("1", "true", "yes", "on")
+    return os.environ.get(variable, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threading.Event,
-                      generator: bool | None = None, pod_start_delay: float | None = None) -> Controllers:
+                      generator: bool | None = None, pod_start_delay: float | None = None,
+                      kueue: bool | None = None) -> Controllers:
     """Start every simulated controller against the API server at `api_url` and return at once.
 
     `kube_version`: "1.36" uses scheduling.k8s.io/v1alpha2 and `PodGroupScheduled`; anything else v1beta1 and
     `PodGroupInitiallyScheduled`. `generator`: run the demo workload generator (default: env SANDBOX_GENERATOR=1).
     `pod_start_delay`: seconds from binding to Running (default 0.5, env SANDBOX_POD_START_DELAY).
+    `kueue`: run the minimal simulated Kueue (default: env SANDBOX_KUEUE=1; GPU quota per namespace from
+    SANDBOX_KUEUE_GPU_QUOTA, e.g. "team-a=64,team-b=32,*=128").
     Returns the `Controllers` handles. Raises ValueError when `api_url` is not an http:// URL.
     """
     from sandbox.controllers.client import Client
@@ -56,16 +63,13 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     from sandbox.controllers.generator import Generator
     from sandbox.controllers.informer import Informer
     from sandbox.controllers.kubelet import Kubelet
+    from sandbox.controllers.kueue import Kueue, parse_quotas
+    from sandbox.controllers.protection import PodGroupProtection
     from sandbox.controllers.scheduler import GangScheduler
-
-    try:
-        from sandbox.controllers.trainer import TrainerController
-    except ImportError:
-        # The trainer needs the portal's pure expansion code; if that is broken, still run the rest of the cluster.
-        log.exception("the TrainJob controller cannot start (runtimes.domain.expansion failed to import)")
-        TrainerController = None
+    from sandbox.controllers.trainer import TrainerController
 
     Client(api_url)  # validates the URL early
+    kueue_on = _enabled(kueue, "SANDBOX_KUEUE")
     flavour = flavour_for(kube_version)
     if pod_start_delay is None:
         pod_start_delay = float(os.environ.get("SANDBOX_POD_START_DELAY") or 0.5)
@@ -77,23 +81,32 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
         "trainjobs": Informer(api_url, f"{trainer_base}/trainjobs", stop),
         "clustertrainingruntimes": Informer(api_url, f"{trainer_base}/clustertrainingruntimes", stop),
         "trainingruntimes": Informer(api_url, f"{trainer_base}/trainingruntimes", stop),
+        "priorityclasses": Informer(api_url, "/apis/scheduling.k8s.io/v1/priorityclasses", stop),
     }
     handles = Controllers(informers=informers)
     handles.scheduler = GangScheduler(api_url, flavour, stop, nodes=informers["nodes"], pods=informers["pods"],
-                                      pod_groups=informers["podgroups"])
-    if TrainerController is not None:
-        handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
-                                            cluster_runtimes=informers["clustertrainingruntimes"],
-                                            runtimes=informers["trainingruntimes"], pods=informers["pods"])
+                                      pod_groups=informers["podgroups"], priority_classes=informers["priorityclasses"])
+    handles.trainer = TrainerController(api_url, flavour, stop, trainjobs=informers["trainjobs"],
+                                        cluster_runtimes=informers["clustertrainingruntimes"],
+                                        runtimes=informers["trainingruntimes"], pods=informers["pods"],
+                                        kueue=kueue_on)
+    handles.protection = PodGroupProtection(api_url, flavour, stop, pods=informers["pods"],
+                                            pod_groups=informers["podgroups"])
     handles.kubelet = Kubelet(api_url, stop, pods=informers["pods"], trainjobs=informers["trainjobs"],
-                              start_delay=pod_start_delay)
-    if _generator_enabled(generator):
+                              start_delay=pod_start_delay, nodes=informers["nodes"])
+    if kueue_on:
+        quotas, default_quota = parse_quotas(os.environ.get("SANDBOX_KUEUE_GPU_QUOTA", ""))
+        handles.kueue = Kueue(api_url, stop, trainjobs=informers["trainjobs"],
+                              cluster_runtimes=informers["clustertrainingruntimes"],
+                              runtimes=informers["trainingruntimes"], quotas=quotas, default_quota=default_quota)
+    if _enabled(generator, "SANDBOX_GENERATOR"):
         handles.generator = Generator(api_url, stop, trainjobs=informers["trainjobs"],
                                       cluster_runtimes=informers["clustertrainingruntimes"], nodes=informers["nodes"])
     # Handlers are registered above, before any informer thread delivers its first list.
     for informer in informers.values():
         informer.start()
-    for controller in (handles.scheduler, handles.trainer, handles.kubelet, handles.generator):
+    for controller in (handles.scheduler, handles.trainer, handles.protection, handles.kubelet, handles.kueue,
+                       handles.generator):
         if controller is not None:
             controller.start()
     log.info("sandbox controllers started against %s (Kubernetes %s, generator %s)", api_url, kube_version,

@@ -1,16 +1,23 @@
 """The demo workload generator: keeps a sandbox cluster busy so the dashboard shows the whole lifecycle.
 
-On start it creates the demo ClusterTrainingRuntimes of `sandbox/demo_runtimes/` that do not exist yet (the three
-upstream examples plus one runtime with `spec.scheduling` per level). Then, every `60 / rate` seconds, it submits
-a TrainJob of a random size against a random existing ClusterTrainingRuntime, with a run time annotation (and,
-for a few, a failure), so jobs queue (Unschedulable gangs), get admitted, run and complete. numNodes is halved
-until the job would fit the empty cluster, so no generated job waits forever. It never has more
-than `max_active` unfinished generated jobs and deletes the oldest finished ones beyond `keep_finished`.
+On start it creates the namespaces `team-a` and `team-b`, the PriorityClass `demo-urgent`, and the demo
+ClusterTrainingRuntimes of `sandbox/demo_runtimes/` that do not exist yet (the three upstream examples plus one
+runtime with `spec.scheduling` per level, and an urgent-priority zone gang). It then plays the scripted storyline of
+`story.py` (every state within a few minutes) and, every `60 / rate` seconds, submits a TrainJob of a random size
+against a random demo runtime, with a run time annotation (and, for a few, a failure), so jobs queue (Unschedulable
+gangs), get admitted, run and complete. numNodes of random jobs is halved until the job would fit the empty
+cluster, so no random job waits forever. It never has more than `max_active` unfinished generated jobs (all
+namespaces together) and deletes the oldest finished ones of a namespace beyond `keep_finished`.
+
+Every TrainJob is created with `fieldManager=<user>` (alice, amir in team-a; bea, bruno in team-b), so its creator is
+the manager of its first `metadata.managedFields` entry, as on a real cluster where the client names itself.
 
 Configuration (environment, read by `GeneratorConfig.from_env`): SANDBOX_GENERATOR_RATE (jobs per minute,
-default 10), SANDBOX_GENERATOR_MAX_ACTIVE (default 16), SANDBOX_GENERATOR_SEED (default 7),
-SANDBOX_GENERATOR_NAMESPACE (default "default"), SANDBOX_GENERATOR_MIN_SECONDS / _MAX_SECONDS (run time range,
-default 20-180), SANDBOX_GENERATOR_FAILURE_RATIO (default 0.08).
+default 10; 0 = storyline only), SANDBOX_GENERATOR_MAX_ACTIVE (default 16), SANDBOX_GENERATOR_SEED (default 7),
+SANDBOX_GENERATOR_NAMESPACE (comma-separated, default "team-a,team-b"), SANDBOX_GENERATOR_MIN_SECONDS /
+_MAX_SECONDS (run time range, default 20-180), SANDBOX_GENERATOR_FAILURE_RATIO (default 0.08),
+SANDBOX_GENERATOR_STORY (default 1; 0 = no storyline), SANDBOX_GENERATOR_STORY_SPEED (default 1; 10 plays it ten
+times faster).
 """
 
 from __future__ import annotations
@@ -19,13 +26,13 @@ import logging
 import os
 import random
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from runtimes.domain.expansion import ExpansionError, expand
-from sandbox.controllers.client import ApiError, Client
+from sandbox.controllers.client import MERGE_PATCH, ApiError, Client
 from sandbox.controllers.common import (
     DURATION_ANNOTATION,
     FAIL_AFTER_ANNOTATION,
@@ -35,14 +42,17 @@ from sandbox.controllers.common import (
     meta,
     trainjob_path,
 )
+from sandbox.controllers.expansion import PlanError, plan_for
 from sandbox.controllers.fit import try_place
 from sandbox.controllers.informer import Informer
 from sandbox.controllers.podspec import build_pod
+from sandbox.controllers.story import PRIORITY_CLASSES, STORY, TEAMS, Step, step_trainjob
 
 log = logging.getLogger("sandbox.controllers.generator")
 
 DEMO_RUNTIMES_DIR = Path(__file__).resolve().parent.parent / "demo_runtimes"
 RUNTIMES_PATH = f"/apis/{TRAINER_GROUP_VERSION}/clustertrainingruntimes"
+STORY_ONLY_LABEL = "sandbox.trainer-portal.io/story-only"
 
 
 def demo_runtimes() -> list[dict]:
@@ -68,10 +78,17 @@ class GeneratorConfig:
     max_active: int = 16
     keep_finished: int = 20
     seed: int = 7
-    namespace: str = "default"
+    namespace: str = "team-a,team-b"
     min_seconds: int = 20
     max_seconds: int = 180
     failure_ratio: float = 0.08
+    story: bool = True
+    story_speed: float = 1.0
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """Return the namespaces random jobs go to, in turn."""
+        return tuple(n.strip() for n in self.namespace.split(",") if n.strip()) or ("default",)
 
     @classmethod
     def from_env(cls) -> GeneratorConfig:
@@ -84,6 +101,8 @@ class GeneratorConfig:
             max_seconds=int(_env_number("SANDBOX_GENERATOR_MAX_SECONDS", cls.max_seconds)),
             failure_ratio=_env_number("SANDBOX_GENERATOR_FAILURE_RATIO", cls.failure_ratio),
             namespace=os.environ.get("SANDBOX_GENERATOR_NAMESPACE") or cls.namespace,
+            story=_env_number("SANDBOX_GENERATOR_STORY", 1) != 0,
+            story_speed=max(_env_number("SANDBOX_GENERATOR_STORY_SPEED", cls.story_speed), 0.01),
         )
 
 
@@ -106,7 +125,7 @@ def make_trainjob(runtime: dict, index: int, rng: random.Random, config: Generat
         "kind": "TrainJob",
         "metadata": {
             "name": f"gen-{short}-{index:04d}",
-            "namespace": config.namespace,
+            "namespace": config.namespaces[index % len(config.namespaces)],
             "labels": {GENERATED_LABEL: "true"},
             "annotations": annotations,
         },
@@ -117,31 +136,26 @@ def make_trainjob(runtime: dict, index: int, rng: random.Random, config: Generat
 def fits_empty_cluster(job: dict, runtime: dict, nodes: list[dict]) -> bool:
     """Return True when every PodGroup of `job` (and every ungrouped pod) fits `nodes` with nothing running.
 
-    Uses the expansion and the sandbox scheduler's own `try_place`, so a generated job can always run eventually.
+    Uses the controller's plan and the scheduler's own `try_place`, so a generated job can always run eventually.
     Returns False when the runtime cannot be expanded for this job.
     """
-    tj_meta = meta(job)
-    trainer = (job.get("spec") or {}).get("trainer") or {}
     try:
-        expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta["namespace"],
-                           num_nodes=trainer.get("numNodes"), resources_per_node=trainer.get("resourcesPerNode"))
-    except ExpansionError:
+        plan = plan_for(runtime, job)
+    except PlanError:
         return False
-    for pod_set in expansion.pod_sets:
-        for job_index in range(pod_set.replicas):
-            group_name = expansion.pod_group_for(pod_set.replicated_job, job_index)
-            if group_name is None:
-                pod = build_pod(job, runtime, pod_set.replicated_job, job_index, 0, pod_set.resources_per_pod, None)
+    for rjob in plan.replicated_jobs:
+        for job_index in range(rjob.replicas):
+            if plan.group_for(rjob.name, job_index) is None:
+                pod = build_pod(job, runtime, rjob.name, job_index, 0, rjob.resources, None)
                 if not try_place([pod], nodes, [], None).fits:
                     return False
-    for group in expansion.leaf_groups:
+    for group in plan.groups:
         if group.policy != "gang":
             continue
-        pods = [build_pod(job, runtime, pod_set.replicated_job, job_index, pod_index, pod_set.resources_per_pod,
-                          group.name)
-                for pod_set in expansion.pod_sets if pod_set.replicated_job in group.replicated_jobs
-                for job_index in range(pod_set.replicas) if group.job_index in (None, job_index)
-                for pod_index in range(pod_set.pods_per_replica)]
+        pods = [build_pod(job, runtime, rjob.name, job_index, pod_index, rjob.resources, group.name)
+                for rjob in plan.replicated_jobs if rjob.name in group.replicated_jobs
+                for job_index in range(rjob.replicas) if group.job_index in (None, job_index)
+                for pod_index in range(rjob.pods_per_job)]
         if not try_place(pods, nodes, [], group.topology_key).fits:
             return False
     return True
@@ -179,49 +193,83 @@ class Generator:
             self._thread.start()
 
     def ensure_runtimes(self) -> int:
-        """Create the demo runtimes that do not exist yet; return how many were created."""
+        """Create the demo namespaces, PriorityClasses and runtimes that do not exist yet; return how many runtimes
+        were created."""
+        for namespace in sorted({*self.config.namespaces, *TEAMS}):
+            self._create_once("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": namespace}})
+        for priority_class in PRIORITY_CLASSES:
+            self._create_once("/apis/scheduling.k8s.io/v1/priorityclasses", priority_class)
         created = 0
         for runtime in demo_runtimes():
-            if self.cluster_runtimes.get(meta(runtime)["name"]) is not None:
-                continue
-            try:
-                self.client.create(RUNTIMES_PATH, runtime)
-                created += 1
-            except ApiError as error:
-                if error.status != 409:
-                    log.warning("demo runtime %s not created: %s", meta(runtime)["name"], error)
+            if self.cluster_runtimes.get(meta(runtime)["name"]) is None:
+                created += self._create_once(RUNTIMES_PATH, runtime)
         return created
+
+    def _create_once(self, collection: str, obj: dict) -> int:
+        """Create `obj` unless it exists; return 1 when created. Raises nothing (logs other failures)."""
+        try:
+            self.client.create(collection, obj)
+            return 1
+        except ApiError as error:
+            if error.status != 409:
+                log.warning("demo object %s not created: %s", meta(obj)["name"], error)
+            return 0
+
+    def submit(self, job: dict, user: str) -> dict:
+        """Create `job` as `user` (its field manager, which is how the cluster remembers who created it)."""
+        return self.client.request("POST", trainjob_path(meta(job)["namespace"]), job,
+                                   query={"fieldManager": user})
+
+    def play(self, step: Step) -> None:
+        """Run one storyline step (submit, or resume). Raises ApiError on failures other than AlreadyExists."""
+        if step.resume:
+            self.client.request("PATCH", trainjob_path(step.namespace, step.name), {"spec": {"suspend": False}},
+                                content_type=MERGE_PATCH, query={"fieldManager": step.user})
+            return
+        try:
+            self.submit(step_trainjob(step, self.config.story_speed), step.user)
+        except ApiError as error:
+            if error.status != 409:
+                raise
 
     def tick(self) -> str | None:
         """Submit one TrainJob if below max_active, prune old finished ones; return the new job's name or None."""
-        generated = [j for j in self.trainjobs.items()
-                     if (meta(j).get("labels") or {}).get(GENERATED_LABEL) == "true"
-                     and meta(j).get("namespace") == self.config.namespace]
+        self.index += 1
+        namespace = self.config.namespaces[self.index % len(self.config.namespaces)]
+        everywhere = [j for j in self.trainjobs.items()
+                      if (meta(j).get("labels") or {}).get(GENERATED_LABEL) == "true"
+                      and meta(j).get("namespace") in self.config.namespaces]
+        generated = [j for j in everywhere if meta(j).get("namespace") == namespace]
         finished = [j for j in generated if condition_is_true(j, "Complete") or condition_is_true(j, "Failed")]
         excess = len(finished) - self.config.keep_finished
         oldest = sorted(finished, key=lambda j: (meta(j).get("creationTimestamp") or "", meta(j)["name"]))
         for job in oldest[:max(excess, 0)]:
             try:
-                self.client.delete(trainjob_path(self.config.namespace, meta(job)["name"]))
+                self.client.delete(trainjob_path(namespace, meta(job)["name"]))
             except ApiError as error:
                 log.info("pruning %s failed: %s", meta(job)["name"], error)
-        if len(generated) - len(finished) >= self.config.max_active:
+        unfinished = [j for j in everywhere if not (condition_is_true(j, "Complete") or condition_is_true(j, "Failed"))]
+        if len(unfinished) >= self.config.max_active:  # across the namespaces, so the load does not grow with them
             return None
-        runtimes = sorted(self.cluster_runtimes.items(), key=lambda r: meta(r)["name"])
+        runtimes = sorted((r for r in self.cluster_runtimes.items()
+                           if (meta(r).get("labels") or {}).get(STORY_ONLY_LABEL) != "true"),
+                          key=lambda r: meta(r)["name"])
         if not runtimes:
             return None
         existing = {meta(j)["name"] for j in self.trainjobs.items()}
         nodes = self.nodes.items() if self.nodes is not None else None
         for _ in range(20):
-            self.index += 1
             runtime = self.rng.choice(runtimes)
             job = make_trainjob(runtime, self.index, self.rng, self.config)
+            job["metadata"]["namespace"] = namespace
             if meta(job)["name"] in existing:
+                self.index += len(self.config.namespaces)
                 continue
             if nodes is not None:
                 job = shrink_to_fit(job, runtime, nodes)
             if job is not None:
-                self.client.create(trainjob_path(self.config.namespace), job)
+                self.submit(job, self.rng.choice(TEAMS.get(namespace, ("demo-user",))))
                 return meta(job)["name"]
         return None
 
@@ -238,14 +286,27 @@ class Generator:
             except Exception:
                 log.exception("creating the demo runtimes failed; retrying")
                 self.stop.wait(2.0)
-        if self.config.rate <= 0:
-            return
-        interval = 60.0 / self.config.rate
-        while not self.stop.is_set():
-            try:
-                name = self.tick()
-                if name:
-                    log.info("generator submitted %s", name)
-            except Exception:
-                log.exception("generator tick failed")
-            self.stop.wait(interval)
+        started = time.monotonic()
+        steps = list(STORY) if self.config.story else []
+        interval = 60.0 / self.config.rate if self.config.rate > 0 else None
+        next_tick = started
+        while not self.stop.is_set() and (steps or interval is not None):
+            elapsed = time.monotonic() - started
+            while steps and steps[0].at / self.config.story_speed <= elapsed:
+                step = steps.pop(0)
+                try:
+                    self.play(step)
+                except Exception:
+                    log.exception("storyline step %s/%s failed", step.namespace, step.name)
+            if interval is not None and time.monotonic() >= next_tick:
+                try:
+                    name = self.tick()
+                    if name:
+                        log.info("generator submitted %s", name)
+                except Exception:
+                    log.exception("generator tick failed")
+                next_tick = time.monotonic() + interval
+            waits = [next_tick - time.monotonic()] if interval is not None else []
+            if steps:
+                waits.append(started + steps[0].at / self.config.story_speed - time.monotonic())
+            self.stop.wait(max(0.05, min(waits)))

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import logging
 import threading
@@ -40,20 +41,59 @@ def _seconds(value: object) -> float | None:
     return seconds if seconds >= 0 else None
 
 
-def running_status(pod: dict, started: str) -> dict:
-    """Return the status of a Running, Ready pod that started at `started`."""
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
+
+
+def pod_ip(pod: dict) -> str:
+    """Return a stable pod IP in 10.64.0.0/10 derived from the pod's UID (what the CNI plugin would assign)."""
+    number = int(_digest(meta(pod).get("uid") or meta(pod).get("name"))[:8], 16) % (1 << 22)
+    return f"10.{64 + (number >> 16)}.{(number >> 8) & 255}.{max(number & 255, 1)}"
+
+
+def image_id(image: str) -> str:
+    """Return the imageID a container runtime reports: the repository pinned to a (simulated) digest."""
+    repository = image.split("@", 1)[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    if "/" not in repository:
+        repository = f"docker.io/library/{repository}"
+    return f"{repository}@sha256:{_digest('image', image)}"
+
+
+def _container_status(pod: dict, container: dict, state: dict, *, ready: bool, started: bool) -> dict:
+    image = container.get("image") or "busybox"
+    return {"name": container.get("name", "main"), "image": image, "imageID": image_id(image),
+            "containerID": f"containerd://{_digest(meta(pod).get('uid'), container.get('name'))}",
+            "ready": ready, "restartCount": 0, "started": started, "state": state, "lastState": {}}
+
+
+def running_status(pod: dict, started: str, host_ip: str = "10.0.0.1") -> dict:
+    """Return the status of a Running, Ready pod that started at `started` on a node of address `host_ip`.
+
+    Every field a real kubelet always sets is set (containerID, imageID, IPs, ...), so typed clients can read it.
+    """
     spec = pod.get("spec") or {}
     conditions = [
-        {"type": kind, "status": "True", "lastTransitionTime": started}
+        {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": started}
         for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
     ]
-    containers = [
-        {"name": c.get("name", "main"), "image": c.get("image", ""), "ready": True, "restartCount": 0,
-         "started": True, "state": {"running": {"startedAt": started}}}
-        for c in spec.get("containers") or []
-    ]
-    return {"phase": "Running", "conditions": conditions, "startTime": started, "hostIP": "10.0.0.1",
-            "podIP": "10.1.0.1", "containerStatuses": containers}
+    running = {"running": {"startedAt": started}}
+    containers = [_container_status(pod, c, running, ready=True, started=True) for c in spec.get("containers") or []]
+    status = {"phase": "Running", "conditions": conditions, "startTime": started, "hostIP": host_ip,
+              "hostIPs": [{"ip": host_ip}], "podIP": pod_ip(pod), "podIPs": [{"ip": pod_ip(pod)}],
+              "containerStatuses": containers,
+              "qosClass": (pod.get("status") or {}).get("qosClass") or "BestEffort"}
+    init = spec.get("initContainers") or []
+    if init:
+        done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started,
+                               "containerID": ""}}
+        status["initContainerStatuses"] = []
+        for container in init:
+            entry = _container_status(pod, container, done, ready=True, started=False)
+            entry["state"]["terminated"]["containerID"] = entry["containerID"]
+            status["initContainerStatuses"].append(entry)
+    return status
 
 
 def finished_status(pod: dict, succeeded: bool) -> dict:
@@ -65,12 +105,13 @@ def finished_status(pod: dict, succeeded: bool) -> dict:
     status["phase"] = "Succeeded" if succeeded else "Failed"
     status["conditions"] = [
         {**c, "status": "False", "lastTransitionTime": finished, "reason": "PodCompleted"}
-        if c.get("type") in ("Ready", "ContainersReady") else c
+        if c.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers") else c
         for c in status.get("conditions") or []
     ]
     status["containerStatuses"] = [
         {**c, "ready": False, "started": False, "state": {"terminated": {
-            "exitCode": 0 if succeeded else 1, "reason": reason, "startedAt": started, "finishedAt": finished}}}
+            "exitCode": 0 if succeeded else 1, "reason": reason, "startedAt": started, "finishedAt": finished,
+            "containerID": c.get("containerID", "")}}}
         for c in status.get("containerStatuses") or []
     ]
     if not succeeded:
@@ -82,11 +123,12 @@ class Kubelet:
     """One simulated kubelet for every node: a timer heap fed by pod events."""
 
     def __init__(self, api_url: str, stop: threading.Event, *, pods: Informer, trainjobs: Informer | None,
-                 start_delay: float = 0.5):
+                 start_delay: float = 0.5, nodes: Informer | None = None):
         self.client = Client(api_url, user_agent="sandbox-kubelet")
         self.stop = stop
         self.pods = pods
         self.trainjobs = trainjobs
+        self.nodes = nodes
         self.start_delay = start_delay
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -206,6 +248,15 @@ class Kubelet:
                 log.exception("kubelet %s %s crashed (retrying)", action, key)
                 self._retry(key, action)
 
+    def _host_ip(self, node_name: str | None) -> str:
+        """Return the node's InternalIP (falling back to a stable address derived from its name)."""
+        node = self.nodes.get(node_name or "") if self.nodes is not None else None
+        for address in ((node or {}).get("status") or {}).get("addresses") or []:
+            if address.get("type") == "InternalIP":
+                return address["address"]
+        number = int(_digest("node", node_name)[:6], 16)
+        return f"10.0.{(number >> 8) & 255}.{max(number & 255, 1)}"
+
     def _retry(self, key: str, action: str, delay: float = 0.5) -> None:
         """Plan `action` again shortly: a stale cache (Conflict) or a server error is usually gone by then."""
         with self._lock:
@@ -226,7 +277,7 @@ class Kubelet:
                     raise
             return
         if action == "start":
-            status = running_status(pod, now())
+            status = running_status(pod, now(), self._host_ip((pod.get("spec") or {}).get("nodeName")))
         else:
             status = finished_status(pod, succeeded=action == "succeed")
         self.client.update_status(path, {**pod, "status": status})

@@ -64,9 +64,9 @@ def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_inde
               resources_per_pod: dict[str, str], pod_group: str | None) -> dict:
     """Return the Pod object for one (ReplicatedJob, Job index, pod index) of `trainjob`.
 
-    The main container (the one the expansion sized) gets `resources_per_pod` as requests, and as limits for
+    The main container (the one the plan sized) gets `resources_per_pod` as requests, and as limits for
     extended resources such as nvidia.com/gpu (which must have equal limits). The trainer container also takes
-    the TrainJob's image/command/args/env overrides.
+    the TrainJob's image/command/args/env overrides; with MPI, the image also reaches the `node` pods.
     """
     tj_meta = meta(trainjob)
     name, namespace, uid = tj_meta["name"], tj_meta.get("namespace", "default"), tj_meta.get("uid", "")
@@ -90,6 +90,9 @@ def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_inde
         else:
             resources.pop("limits", None)
         trainer = (trainjob.get("spec") or {}).get("trainer") or {}
+        is_mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
+        if is_mpi and rjob in ("launcher", "node") and trainer.get("image"):
+            container["image"] = trainer["image"]  # Trainer v2.4.0 (#4301): MPI launcher and nodes run the image
         if ancestor == "trainer":
             for field in ("image", "command", "args"):
                 if trainer.get(field):

@@ -1,18 +1,24 @@
 """The simulated Kubeflow Trainer TrainJob controller (plus what JobSet and Job would do underneath).
 
-For each TrainJob referencing a (Cluster)TrainingRuntime it expands the runtime with the pure
-`runtimes.domain.expansion` module, then creates, in order, the scheduling Workload, its PodGroups
+For each TrainJob referencing a (Cluster)TrainingRuntime it plans the runtime with its own `expansion` module
+(the upstream controller's rules), then creates, in order, the scheduling Workload, its PodGroups
 (ownerReferences: the TrainJob as controller, plus the Workload) and one Pod per (ReplicatedJob, Job, pod) with
-`spec.schedulingGroup.podGroupName`. It keeps `status.jobsStatus` and the `Suspended`, `Complete` and `Failed`
-conditions up to date.
+`spec.schedulingGroup.podGroupName`. Workload and PodGroup names are salted with the TrainJob UID and its
+incarnation (the last resume), so they are found only through ownerReferences / `spec.controllerRef`. It keeps
+`status.jobsStatus` and the `Suspended`, `Complete` and `Failed` conditions up to date.
 
 Decisions:
 - A missing runtime is not terminal: the TrainJob waits (the portal may sync the runtime later), and a Warning
-  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the expansion
+  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the plan
   rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
-- The expansion is computed once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
-- Suspend deletes the pods but keeps the Workload and PodGroups (KEP test plan); resume re-creates the pods.
-- `dependsOn` / startup order is not simulated: all pods are created at once.
+- The runtime is read once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
+- Suspend deletes the pods, the Workload and the PodGroups (KEP-3015 lifecycle, v2.4); resume creates them
+  again under new names (a new incarnation). PodGroups keep their protection finalizer until their pods are gone.
+- Startup order is JobSet's: a ReplicatedJob with `dependsOn` gets its pods only once every Job of its target is
+  Ready (all pods Ready or Succeeded) or Complete, as the entry's `status` says; with
+  `startupPolicy.startupPolicyOrder: InOrder` each ReplicatedJob waits for all earlier ones to be Ready. A gang
+  PodGroup holding both ends of such a wait can never reach minCount: the pods stay Pending for ever, as on a real
+  cluster, and a Warning Event `StartupOrderDeadlock` on the PodGroup and the TrainJob says why.
 - A failed pod fails the TrainJob (JobSet's default failure policy, no restarts); on Complete or Failed the
   remaining running pods are deleted, freeing capacity. `successPolicy` (All/Any over target rJobs) is honoured.
 - `spec.activeDeadlineSeconds` (counted from creation, or from the last resume) sets `Failed`/`DeadlineExceeded`
@@ -25,9 +31,9 @@ import logging
 import threading
 import time
 
-from runtimes.domain.expansion import Expansion, ExpansionError, expand
 from sandbox.controllers.client import ApiError, Client
 from sandbox.controllers.common import (
+    COMPLETION_INDEX_LABEL,
     JOB_INDEX_LABEL,
     REPLICATED_JOB_LABEL,
     TRAINER_GROUP_VERSION,
@@ -43,7 +49,10 @@ from sandbox.controllers.common import (
     trainjob_path,
     with_condition,
 )
+from sandbox.controllers.events import WARNING, EventRecorder
+from sandbox.controllers.expansion import Plan, PlanError, plan_for
 from sandbox.controllers.informer import Informer, Loop, object_key
+from sandbox.controllers.kueue import kueue_admitted, queued
 from sandbox.controllers.podspec import build_pod, pod_name
 
 log = logging.getLogger("sandbox.controllers.trainer")
@@ -58,7 +67,7 @@ def _ready(pod: dict) -> bool:
     )
 
 
-def jobs_status(expansion: Expansion, pods: list[dict], suspended: bool) -> list[dict]:
+def jobs_status(plan: Plan, pods: list[dict], suspended: bool) -> list[dict]:
     """Return TrainJob `status.jobsStatus`: per ReplicatedJob, counts of its Jobs (replicas) by state.
 
     A Job is succeeded when all its pods Succeeded, failed when one Failed, ready when every pod is Ready or
@@ -69,53 +78,120 @@ def jobs_status(expansion: Expansion, pods: list[dict], suspended: bool) -> list
         labels = meta(pod).get("labels") or {}
         by_job.setdefault((labels.get(REPLICATED_JOB_LABEL, ""), labels.get(JOB_INDEX_LABEL, "")), []).append(pod)
     result = []
-    for pod_set in expansion.pod_sets:
+    for rjob in plan.replicated_jobs:
         counts = {"ready": 0, "active": 0, "succeeded": 0, "failed": 0, "suspended": 0}
-        for job_index in range(pod_set.replicas):
-            job_pods = by_job.get((pod_set.replicated_job, str(job_index)), [])
+        for job_index in range(rjob.replicas):
+            job_pods = by_job.get((rjob.name, str(job_index)), [])
             phases = [(p.get("status") or {}).get("phase") for p in job_pods]
             if suspended and not any(phase in ("Succeeded", "Failed") for phase in phases):
                 counts["suspended"] += 1
             elif "Failed" in phases:
                 counts["failed"] += 1
-            elif pod_set.pods_per_replica and phases.count("Succeeded") >= pod_set.pods_per_replica:
+            elif rjob.pods_per_job and phases.count("Succeeded") >= rjob.pods_per_job:
                 counts["succeeded"] += 1
             else:
                 if job_pods and sum(1 for p in job_pods if _ready(p) or
-                                    (p.get("status") or {}).get("phase") == "Succeeded") >= pod_set.pods_per_replica:
+                                    (p.get("status") or {}).get("phase") == "Succeeded") >= rjob.pods_per_job:
                     counts["ready"] += 1
                 if any(not is_terminal(p) for p in job_pods):
                     counts["active"] += 1
-        result.append({"name": pod_set.replicated_job, **counts})
+        result.append({"name": rjob.name, **counts})
     return result
 
 
-def is_complete(runtime: dict, expansion: Expansion, status: list[dict]) -> bool:
+def is_complete(runtime: dict, plan: Plan, status: list[dict]) -> bool:
     """Return True when the JobSet success policy is met (default: every Job of every ReplicatedJob succeeded)."""
     policy = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("successPolicy") or {}
-    targets = set(policy.get("targetReplicatedJobs") or [p.replicated_job for p in expansion.pod_sets])
+    targets = set(policy.get("targetReplicatedJobs") or [r.name for r in plan.replicated_jobs])
     by_name = {s["name"]: s for s in status}
-    relevant = [p for p in expansion.pod_sets if p.replicated_job in targets]
+    relevant = [r for r in plan.replicated_jobs if r.name in targets]
     if not relevant:
         return False
     if policy.get("operator") == "Any":
-        return any(by_name[p.replicated_job]["succeeded"] > 0 for p in relevant)
-    return all(by_name[p.replicated_job]["succeeded"] >= p.replicas for p in relevant)
+        return any(by_name[r.name]["succeeded"] > 0 for r in relevant)
+    return all(by_name[r.name]["succeeded"] >= r.replicas for r in relevant)
+
+
+def _started(status: dict, replicas: int, wanted: str) -> bool:
+    """Return True when a ReplicatedJob's Jobs are all Ready (or Succeeded) or, for "Complete", all Succeeded."""
+    if wanted == "Complete":
+        return status.get("succeeded", 0) >= replicas
+    return status.get("ready", 0) + status.get("succeeded", 0) >= replicas
+
+
+def startup_waits(runtime: dict, plan: Plan, status: list[dict]) -> dict[str, tuple[str, str]]:
+    """Return ReplicatedJob -> (the ReplicatedJob it waits for, "Ready" | "Complete") for every one JobSet holds back.
+
+    `status` is `jobs_status(...)`; dependsOn and `startupPolicyOrder: InOrder` follow JobSet's semantics.
+    """
+    by_name = {s["name"]: s for s in status}
+    rjobs = {r.name: r for r in plan.replicated_jobs}
+    waits: dict[str, tuple[str, str]] = {}
+    for rjob in plan.replicated_jobs:
+        for target, wanted in rjob.depends_on:
+            if not _started(by_name.get(target, {}), rjobs[target].replicas, wanted):
+                waits[rjob.name] = (target, wanted)
+                break
+    jobset = ((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if ((jobset.get("startupPolicy") or {}).get("startupPolicyOrder")) == "InOrder":
+        for earlier, later in zip(plan.replicated_jobs, plan.replicated_jobs[1:], strict=False):
+            if later.name not in waits and (earlier.name in waits or not _started(
+                    by_name.get(earlier.name, {}), earlier.replicas, "Ready")):
+                waits[later.name] = (earlier.name, "Ready")
+    return waits
+
+
+def deadlocks(plan: Plan, waits: dict[str, tuple[str, str]]) -> list[tuple]:
+    """Return (group, waiting ReplicatedJob, target, status) for every gang that holds both ends of a startup wait."""
+    found = []
+    for group in plan.groups:
+        if group.policy != "gang":
+            continue
+        for rjob in group.replicated_jobs:
+            if rjob in waits and waits[rjob][0] in group.replicated_jobs:
+                found.append((group, rjob, *waits[rjob]))
+                break
+    return found
+
+
+def incarnation_of(trainjob: dict) -> str:
+    """Return what distinguishes this run of the TrainJob from earlier ones: the time it was last resumed, or ""."""
+    resumed = find_condition(trainjob, "Suspended")
+    if resumed and resumed.get("status") == "False":
+        return resumed.get("lastTransitionTime") or ""
+    return ""
+
+
+def pod_slot(pod: dict) -> tuple[str, str, str]:
+    """Return (ReplicatedJob, Job index, completion index) of a TrainJob pod."""
+    labels = meta(pod).get("labels") or {}
+    return (labels.get(REPLICATED_JOB_LABEL, ""), labels.get(JOB_INDEX_LABEL, ""),
+            labels.get(COMPLETION_INDEX_LABEL, ""))
 
 
 class TrainerController:
     """Reconciles every TrainJob on each pass (event-driven, plus a periodic resync)."""
 
     def __init__(self, api_url: str, flavour: KubeFlavour, stop: threading.Event, *, trainjobs: Informer,
-                 cluster_runtimes: Informer, runtimes: Informer, pods: Informer):
+                 cluster_runtimes: Informer, runtimes: Informer, pods: Informer, kueue: bool = False):
         self.client = Client(api_url, user_agent="sandbox-trainer")
         self.flavour = flavour
+        self.kueue = kueue  # the simulated Kueue manages TrainJobs labelled kueue.x-k8s.io/queue-name
         self.trainjobs, self.cluster_runtimes, self.runtimes, self.pods = trainjobs, cluster_runtimes, runtimes, pods
-        # TrainJob UID -> (runtime as read when first reconciled, its expansion): computed once, kept.
-        self._plans: dict[str, tuple[dict, Expansion]] = {}
-        self._scheduling_created: set[str] = set()  # TrainJob UIDs whose Workload + PodGroups exist
+        # TrainJob UID -> the runtime as read when first reconciled: kept, so runtime edits affect later jobs only.
+        self._runtimes_read: dict[str, dict] = {}
+        self._scheduling_created: set[tuple[str, str]] = set()  # (UID, incarnation) whose Workload + PodGroups exist
         self._pending_pods: set[str] = set()  # pod keys created but not yet seen by the informer
+        # (TrainJob UID, rJob, Job index, pod index) -> (attempt, name of the pod last created for it)
+        self._slots: dict[tuple[str, str, int, int], tuple[int, str]] = {}
+        self._slot_of: dict[str, tuple[tuple[str, str, int, int], int]] = {}  # pod key -> its slot, while planned
         self._warned: set[str] = set()
+        self._resume_sent: dict[str, str | None] = {}  # UID -> resourceVersion the Resumed condition was written on
+        self._scheduling_deleted: set[str] = set()  # UIDs of suspended TrainJobs whose scheduling objects are gone
+        # TrainJob UID -> {PodGroup name: the object as created} (Events need its UID)
+        self._group_objects: dict[str, dict[str, dict]] = {}
+        self._deadlocks_reported: set[str] = set()  # PodGroup names
+        self.events = EventRecorder(Client(api_url, user_agent="sandbox-jobset"), "jobset-controller")
         self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
         self.loop = Loop("trainer", self.sync, stop, resync=5.0, min_interval=0.05,
                          wait_for=(trainjobs, cluster_runtimes, runtimes, pods))
@@ -133,9 +209,14 @@ class TrainerController:
         if new is None and old is not None:
             self._arrival.pop(meta(old).get("uid", ""), None)
             uid = meta(old).get("uid", "")
-            self._plans.pop(uid, None)
-            self._scheduling_created.discard(uid)
+            self._runtimes_read.pop(uid, None)
+            self._scheduling_created = {key for key in self._scheduling_created if key[0] != uid}
+            self._scheduling_deleted.discard(uid)
+            self._resume_sent.pop(uid, None)
             self._warned.discard(uid)
+            for name in self._group_objects.pop(uid, {}):
+                self._deadlocks_reported.discard(name)
+            self._slots = {slot: value for slot, value in self._slots.items() if slot[0] != uid}
 
     # -- pass -----------------------------------------------------------------------------------------------------
 
@@ -194,8 +275,8 @@ class TrainerController:
         if finished:
             self._delete_running(pods)
             return
-        plan = self._plans.get(uid)
-        if plan is None:
+        runtime = self._runtimes_read.get(uid)
+        if runtime is None:
             runtime, unsupported = self._runtime(trainjob)
             if unsupported:
                 self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", unsupported)])
@@ -203,35 +284,47 @@ class TrainerController:
             if runtime is None:
                 self._warn_missing_runtime(trainjob)
                 return
-            trainer = (trainjob.get("spec") or {}).get("trainer") or {}
-            try:
-                expansion = expand(runtime, trainjob_name=tj_meta["name"], namespace=tj_meta.get("namespace",
-                                   "default"), trainjob_uid=uid, num_nodes=trainer.get("numNodes"),
-                                   resources_per_node=trainer.get("resourcesPerNode"),
-                                   api_version=self.flavour.scheduling_api_version)
-            except ExpansionError as error:
-                self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", str(error))])
-                return
-            plan = self._plans[uid] = (runtime, expansion)
-        runtime, expansion = plan
+            self._runtimes_read[uid] = runtime
+        incarnation = incarnation_of(trainjob)
+        try:
+            plan = plan_for(runtime, trainjob, incarnation)
+        except PlanError as error:
+            self._set_conditions(trainjob, [("Failed", True, "TrainingRuntimeNotSupported", str(error))])
+            return
 
         suspended = bool((trainjob.get("spec") or {}).get("suspend"))
+        if self.kueue and queued(trainjob) and not kueue_admitted(trainjob):
+            suspended = True  # Kueue's webhook would have suspended it on creation; it waits for admission
         changes = []
         if suspended:
             changes.append(("Suspended", True, "Suspended", "TrainJob is suspended"))
             self._delete_running(pods)
+            if uid not in self._scheduling_deleted:
+                self._delete_scheduling_objects(trainjob)
+                self._scheduling_deleted.add(uid)
+            self._scheduling_created = {k for k in self._scheduling_created if k[0] != uid}
         else:
+            self._scheduling_deleted.discard(uid)
             if condition_is_true(trainjob, "Suspended"):
-                changes.append(("Suspended", False, "Resumed", "TrainJob is resumed"))
-            wanted = self._missing_pods(trainjob, runtime, expansion, pods)
-            if (uid not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
+                # Resume first: the new incarnation (and so every new object name) follows this condition. Written
+                # once per version of the TrainJob, so a lagging cache cannot start a second incarnation.
+                if self._resume_sent.get(uid) != tj_meta.get("resourceVersion"):
+                    self._set_conditions(trainjob, [("Suspended", False, "Resumed", "TrainJob is resumed")])
+                    self._resume_sent[uid] = tj_meta.get("resourceVersion")
+                return
+            key = (uid, incarnation)
+            waits = startup_waits(runtime, plan, jobs_status(plan, pods, False))
+            wanted = [p for p in self._missing_pods(trainjob, runtime, plan, pods, incarnation)
+                      if p["metadata"]["labels"][REPLICATED_JOB_LABEL] not in waits]
+            if (key not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
                 return  # stale cache (deleted, or a reset): creating children now would leave orphans
-            if uid not in self._scheduling_created:
-                self._create_scheduling_objects(trainjob, expansion)
-                self._scheduling_created.add(uid)
+            if key not in self._scheduling_created:
+                self._create_scheduling_objects(trainjob, plan)
+                self._scheduling_created.add(key)
             self._create_pods(wanted)
+            self._report_deadlocks(trainjob, plan, waits)
 
-        status = jobs_status(expansion, pods, suspended)
+        status = jobs_status(plan, pods, suspended)
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
         if not suspended and self._deadline_exceeded(trainjob):
             deadline = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
@@ -243,7 +336,7 @@ class TrainerController:
         if failed:
             names = ", ".join(sorted(meta(p)["name"] for p in failed)[:3])
             changes.append(("Failed", True, "FailedJobs", f"jobset failed: pod(s) {names} failed"))
-        elif is_complete(runtime, expansion, status):
+        elif is_complete(runtime, plan, status):
             changes.append(("Complete", True, "AllJobsCompleted", "jobset completed successfully"))
         self._set_conditions(trainjob, changes, jobs=status)
         if failed or any(c[0] == "Complete" for c in changes):
@@ -262,20 +355,46 @@ class TrainerController:
 
     # -- children -------------------------------------------------------------------------------------------------
 
-    def _create_scheduling_objects(self, trainjob: dict, expansion: Expansion) -> None:
-        workload = expansion.workload_manifest()
+    def _create_scheduling_objects(self, trainjob: dict, plan: Plan) -> None:
+        workload = plan.workload(trainjob, self.flavour)
         if workload is None:
             return
         namespace = meta(trainjob).get("namespace", "default")
         created = self._create_or_get(self.flavour.collection("workloads", namespace), workload)
-        workload_uid = meta(created).get("uid", "")
-        for group in expansion.podgroup_manifests():
-            if group.get("kind") != "PodGroup":
-                continue  # CompositePodGroups exist only in v1alpha3, which the sandbox does not serve
-            for owner in group["metadata"]["ownerReferences"]:
-                if owner.get("kind") == "Workload":
-                    owner["uid"] = workload_uid
-            self._create_or_get(self.flavour.collection("podgroups", namespace), group)
+        for group in plan.pod_groups(trainjob, self.flavour, created):
+            self._group_objects.setdefault(meta(trainjob).get("uid", ""), {})[group["metadata"]["name"]] = \
+                self._create_or_get(
+                self.flavour.collection("podgroups", namespace), group)
+
+    def _delete_scheduling_objects(self, trainjob: dict) -> None:
+        """Delete the PodGroups and the Workload the TrainJob controls (found by ownerReference, never by name)."""
+        namespace, uid = meta(trainjob).get("namespace", "default"), meta(trainjob).get("uid", "")
+        for plural in ("podgroups", "workloads"):
+            collection = self.flavour.collection(plural, namespace)
+            for obj in self.client.list(collection).get("items") or []:
+                if owner_uid(obj, "TrainJob") != uid or meta(obj).get("deletionTimestamp"):
+                    continue
+                try:
+                    self.client.delete(f"{collection}/{meta(obj)['name']}")
+                except ApiError as error:
+                    if error.status != 404:
+                        raise
+
+    def _report_deadlocks(self, trainjob: dict, plan: Plan, waits: dict) -> None:
+        """Record, once per gang, why it can never reach minCount (what JobSet will not create, and why)."""
+        for group, rjob, target, wanted in deadlocks(plan, waits):
+            if group.name in self._deadlocks_reported:
+                continue
+            self._deadlocks_reported.add(group.name)
+            possible = sum(r.pods if group.job_index is None else r.pods_per_job for r in plan.replicated_jobs
+                           if r.name in group.replicated_jobs and r.name not in waits)
+            message = (f"PodGroup {group.name} (gang, minCount {group.min_count}) waits for pods that JobSet will not "
+                       f"create before `{target}` is {wanted}: ReplicatedJob `{rjob}` dependsOn `{target}` "
+                       f"({wanted}) and both are in this gang, so at most {possible} of {group.min_count} pods "
+                       f"can exist and the gang never schedules")
+            for obj in (self._group_objects.get(meta(trainjob).get("uid", ""), {}).get(group.name), trainjob):
+                if obj is not None:
+                    self.events.record(obj, WARNING, "StartupOrderDeadlock", message)
 
     def _create_or_get(self, collection: str, obj: dict) -> dict:
         """Create `obj`; when it already exists return the existing one. Raises ApiError otherwise."""
@@ -297,25 +416,37 @@ class TrainerController:
             raise
         return meta(current).get("uid") == tj_meta.get("uid") and not meta(current).get("deletionTimestamp")
 
-    def _missing_pods(self, trainjob: dict, runtime: dict, expansion: Expansion, pods: list[dict]) -> list[dict]:
+    def _missing_pods(self, trainjob: dict, runtime: dict, plan: Plan, pods: list[dict],
+                      incarnation: str) -> list[dict]:
         """Return the Pod objects of `trainjob` that neither exist nor were just created."""
         tj_meta = meta(trainjob)
         namespace, uid = tj_meta.get("namespace", "default"), tj_meta.get("uid", "")
-        existing = {meta(p)["name"] for p in pods}
+        salt = f"{uid}/{incarnation}" if incarnation else uid
+        existing = {pod_slot(p) for p in pods if not meta(p).get("deletionTimestamp")}
         missing = []
-        for pod_set in expansion.pod_sets:
-            for job_index in range(pod_set.replicas):
-                group = expansion.pod_group_for(pod_set.replicated_job, job_index)
-                for pod_index in range(pod_set.pods_per_replica):
-                    name = pod_name(tj_meta["name"], pod_set.replicated_job, job_index, pod_index, uid)
-                    if name in existing or f"{namespace}/{name}" in self._pending_pods:
+        for rjob in plan.replicated_jobs:
+            for job_index in range(rjob.replicas):
+                group = plan.group_for(rjob.name, job_index)
+                for pod_index in range(rjob.pods_per_job):
+                    if (rjob.name, str(job_index), str(pod_index)) in existing:
                         continue
-                    missing.append(build_pod(trainjob, runtime, pod_set.replicated_job, job_index, pod_index,
-                                             pod_set.resources_per_pod, group))
+                    # A pod that existed and went (evicted, deleted) is replaced under a new name, as the Job
+                    # controller does; one created a moment ago and not yet in the cache is not created twice.
+                    attempt, last = self._slots.get((uid, rjob.name, job_index, pod_index), (-1, None))
+                    if last is not None and f"{namespace}/{last}" in self._pending_pods:
+                        continue
+                    attempt += 1
+                    name = pod_name(tj_meta["name"], rjob.name, job_index, pod_index,
+                                    f"{salt}/{attempt}" if attempt else salt)
+                    pod = build_pod(trainjob, runtime, rjob.name, job_index, pod_index, rjob.resources,
+                                    group.name if group else None)
+                    pod["metadata"]["name"] = name
+                    self._slot_of[f"{namespace}/{name}"] = ((uid, rjob.name, job_index, pod_index), attempt)
+                    missing.append(pod)
         return missing
 
     def _create_pods(self, pods: list[dict]) -> None:
-        """Create `pods` (AlreadyExists is fine: names are deterministic). Raises ApiError on other errors."""
+        """Create `pods` (AlreadyExists is fine: names are deterministic per attempt). Raises ApiError otherwise."""
         for pod in pods:
             namespace = pod["metadata"]["namespace"]
             try:
@@ -323,7 +454,11 @@ class TrainerController:
             except ApiError as error:
                 if error.status != 409:
                     raise
-            self._pending_pods.add(f"{namespace}/{pod['metadata']['name']}")
+            key = f"{namespace}/{pod['metadata']['name']}"
+            self._pending_pods.add(key)
+            slot, attempt = self._slot_of.pop(key, (None, 0))
+            if slot is not None:
+                self._slots[slot] = (attempt, pod["metadata"]["name"])
 
     def _delete_running(self, pods: list[dict]) -> None:
         for pod in pods:

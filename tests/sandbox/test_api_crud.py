@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.api_support import TRAINER, pod, raw, status_of, trainjob
+from tests.sandbox.api_support import TRAINER, pod, raw, runtime, status_of, trainjob
 
 
 def test_it_creates_with_201_and_fills_server_metadata(cluster):
@@ -167,18 +167,26 @@ def test_deleting_a_trainjob_collects_its_workload_podgroups_and_pods(cluster, c
         "spec": {"workloadRef": {"workloadName": "gc-abc", "templateName": "gc"},
                  "schedulingPolicy": {"gang": {"minCount": 1}}}})
     member = pod("gc-node-0", schedulingGroup={"podGroupName": "gc-abc-x"})
-    member["metadata"]["ownerReferences"] = [_owner_ref(group)]
+    member["metadata"]["ownerReferences"] = [_owner_ref(job)]  # pods belong to the (Job of the) TrainJob
     core.create_namespaced_pod("default", member)
     unrelated = core.create_namespaced_pod("default", pod("keep"))
+    assert group["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
     custom.delete_namespaced_custom_object(TRAINER, "v1alpha1", "default", "trainjobs", "gc")
 
     def collected():
         objects = cluster.dump()["objects"]
-        return not objects.get("workloads.scheduling.k8s.io") and not objects.get("podgroups.scheduling.k8s.io") \
+        return not objects.get("workloads.scheduling.k8s.io") \
             and [p["metadata"]["name"] for p in objects.get("pods", [])] == ["keep"]
 
     cluster.wait_until(collected)
     assert core.read_namespaced_pod("keep", "default").metadata.uid == unrelated.metadata.uid
+    # The PodGroup waits for kube-controller-manager's protection controller to drop its finalizer.
+    held = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1beta1", "default", "podgroups", "gc-abc-x")
+    assert held["metadata"]["deletionTimestamp"]
+    assert held["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
+    custom.patch_namespaced_custom_object("scheduling.k8s.io", "v1beta1", "default", "podgroups", "gc-abc-x",
+                                          {"metadata": {"finalizers": None}})
+    cluster.wait_until(lambda: not cluster.dump()["objects"].get("podgroups.scheduling.k8s.io"))
 
 
 def test_orphan_propagation_keeps_dependents_without_the_owner_reference(cluster, core, custom):
@@ -336,3 +344,16 @@ def test_an_exact_list_at_a_compacted_resource_version_is_expired(cluster, core)
     with pytest.raises(k8s.ApiException) as err:
         core.list_namespaced_pod("default", resource_version=rv, resource_version_match="Exact")
     assert err.value.status == 410 and status_of(err.value)["reason"] == "Expired"
+
+
+def test_a_custom_resource_put_needs_a_resource_version_a_pod_put_does_not(cluster, core, custom):
+    path = f"/apis/{TRAINER}/v1alpha1/clustertrainingruntimes"
+    assert raw(cluster.url, "POST", path, runtime("rv"))[0] == 201
+    code, answer = raw(cluster.url, "PUT", f"{path}/rv", runtime("rv"))
+    assert code == 422
+    assert answer["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                                            "message": "Invalid value: 0x0: must be specified for an update"}]
+    current = custom.get_cluster_custom_object(TRAINER, "v1alpha1", "clustertrainingruntimes", "rv")
+    assert raw(cluster.url, "PUT", f"{path}/rv", current)[0] == 200
+    core.create_namespaced_pod("default", pod("free"))
+    assert raw(cluster.url, "PUT", "/api/v1/namespaces/default/pods/free", pod("free"))[0] == 200

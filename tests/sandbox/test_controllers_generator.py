@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from runtimes.domain.expansion import expand
+from sandbox.controllers.expansion import plan_for
 from sandbox.controllers.generator import GeneratorConfig, demo_runtimes, make_trainjob, shrink_to_fit
 from sandbox.topology import preset_nodes
 from tests.sandbox.controllers_support import Cluster, is_true, simulated_cluster
@@ -19,8 +19,8 @@ def test_it_ships_the_upstream_examples_and_one_runtime_per_scheduling_level():
     assert {"torch-distributed", "deepspeed-distributed", "torchtune-qwen2.5-1.5b"} <= set(runtimes)
     levels = set()
     for runtime in runtimes.values():
-        expansion = expand(runtime, trainjob_name="probe", namespace="default", num_nodes=2)
-        levels |= {group.level for group in expansion.pod_groups}
+        probe = {"metadata": {"name": "probe", "uid": "u"}, "spec": {"trainer": {"numNodes": 2}}}
+        levels |= {group.level for group in plan_for(runtime, probe).groups}
     assert levels == {1, 2, 3}
 
 
@@ -73,7 +73,7 @@ def test_it_rejects_a_non_numeric_rate(monkeypatch):
 def test_it_fills_a_demo_cluster_with_jobs_that_run_and_complete():
     env = {"SANDBOX_GENERATOR": "1", "SANDBOX_GENERATOR_RATE": "600", "SANDBOX_GENERATOR_MAX_ACTIVE": "4",
            "SANDBOX_GENERATOR_MIN_SECONDS": "1", "SANDBOX_GENERATOR_MAX_SECONDS": "2",
-           "SANDBOX_GENERATOR_FAILURE_RATIO": "0"}
+           "SANDBOX_GENERATOR_FAILURE_RATIO": "0", "SANDBOX_GENERATOR_STORY": "0"}
     with simulated_cluster(**env) as process:
         cluster = Cluster(process)
         expected = {r["metadata"]["name"] for r in demo_runtimes()}
@@ -81,8 +81,14 @@ def test_it_fills_a_demo_cluster_with_jobs_that_run_and_complete():
             "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes")["items"]} == expected)
 
         def generated():
-            return [j for j in cluster.client.list("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs")[
+            return [j for j in cluster.client.list("/apis/trainer.kubeflow.org/v1alpha1/trainjobs")[
                 "items"] if j["metadata"].get("labels", {}).get(GENERATED) == "true"]
 
         cluster.wait(lambda: sum(is_true(j, "Complete") for j in generated()) >= 3, timeout=60)
-        assert len(generated()) >= 4
+        jobs = generated()
+        assert len(jobs) >= 4 and {j["metadata"]["namespace"] for j in jobs} == {"team-a", "team-b"}
+        assert all(j["spec"]["runtimeRef"]["name"] != "torch-gang-zone-urgent" for j in jobs)
+        creators = {j["metadata"]["namespace"]: set() for j in jobs}
+        for job in jobs:
+            creators[job["metadata"]["namespace"]].add(job["metadata"]["managedFields"][0]["manager"])
+        assert creators["team-a"] <= {"alice", "amir"} and creators["team-b"] <= {"bea", "bruno"}

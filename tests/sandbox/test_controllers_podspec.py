@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runtimes.domain.expansion import expand
 from sandbox.controllers.common import DURATION_ANNOTATION, flavour_for, with_condition
+from sandbox.controllers.expansion import plan_for
+from sandbox.controllers.kubelet import finished_status, running_status
 from sandbox.controllers.podspec import build_pod, name_suffix, pod_name
 from sandbox.controllers.trainer import is_complete, jobs_status
 
@@ -38,9 +39,8 @@ def test_it_names_pods_trainjob_rjob_job_pod_and_a_stable_5_char_suffix():
 def test_it_builds_a_trainer_pod_with_labels_resources_group_and_owner():
     rt = runtime("torch_distributed.yaml")
     job = trainjob(numNodes=2, image="my/image:1", resourcesPerNode={"requests": {"nvidia.com/gpu": "4"}})
-    exp = expand(rt, trainjob_name="my-job", namespace="team-a", trainjob_uid="uid-1", num_nodes=2,
-                 resources_per_node=job["spec"]["trainer"]["resourcesPerNode"])
-    pod = build_pod(job, rt, "node", 0, 1, exp.pod_set("node").resources_per_pod, "my-job-abc")
+    exp = plan_for(rt, job)
+    pod = build_pod(job, rt, "node", 0, 1, exp.replicated_job("node").resources, "my-job-abc")
     labels = pod["metadata"]["labels"]
     assert labels["jobset.sigs.k8s.io/jobset-name"] == "my-job"
     assert labels["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
@@ -53,6 +53,32 @@ def test_it_builds_a_trainer_pod_with_labels_resources_group_and_owner():
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("TrainJob", "my-job", "uid-1", True)
     assert pod["metadata"]["annotations"][DURATION_ANNOTATION] == "30"
     assert pod["metadata"]["namespace"] == "team-a"
+
+
+def test_the_trainjob_image_reaches_the_mpi_launcher_and_the_nodes():
+    rt = runtime("deepspeed_distributed.yaml")
+    job = trainjob(numNodes=3, image="ghcr.io/acme/deepspeed:2", command=["deepspeed", "train.py"])
+    launcher = build_pod(job, rt, "launcher", 0, 0, {}, None)
+    node = build_pod(job, rt, "node", 0, 0, {}, None)
+    assert launcher["spec"]["containers"][0]["image"] == node["spec"]["containers"][0]["image"] == \
+        "ghcr.io/acme/deepspeed:2"
+    assert launcher["spec"]["containers"][0]["command"] == ["deepspeed", "train.py"]
+    assert node["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd"]  # only the image is the TrainJob's
+
+
+def test_kubelet_statuses_carry_every_field_a_real_kubelet_sets():
+    pod = build_pod(trainjob(), runtime("torch_distributed.yaml"), "node", 0, 0, {}, None)
+    pod["metadata"]["uid"] = "pod-uid"
+    status = running_status(pod, "2026-12-01T10:00:00Z", "10.0.3.4")
+    (container,) = status["containerStatuses"]
+    assert container["imageID"].startswith(container["image"].split(":")[0]) and "@sha256:" in container["imageID"]
+    assert container["containerID"].startswith("containerd://")
+    assert (container["ready"], container["started"], container["restartCount"]) == (True, True, 0)
+    assert status["hostIP"] == "10.0.3.4" and status["podIP"].startswith("10.") and status["podIPs"]
+    finished = finished_status({**pod, "status": status}, succeeded=False)
+    terminated = finished["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 1 and terminated["containerID"] == container["containerID"]
+    assert finished["phase"] == "Failed"
 
 
 def test_it_leaves_pods_of_an_ungrouped_rjob_without_a_scheduling_group():
@@ -79,7 +105,7 @@ def _pod(rjob: str, job_index: int, phase: str, ready: bool = False) -> dict:
 
 def test_it_counts_jobs_by_state_per_replicated_job():
     rt = runtime("qwen2_5_1.5B.yaml")
-    exp = expand(rt, trainjob_name="j", namespace="team-a", num_nodes=2)
+    exp = plan_for(rt, trainjob(numNodes=2))
     pods = [_pod("dataset-initializer", 0, "Succeeded"), _pod("model-initializer", 0, "Pending"),
             _pod("node", 0, "Running", ready=True), _pod("node", 0, "Running", ready=True)]
     status = {s["name"]: s for s in jobs_status(exp, pods, suspended=False)}
@@ -92,7 +118,7 @@ def test_it_counts_jobs_by_state_per_replicated_job():
 
 def test_it_reports_suspended_jobs_and_failures():
     rt = runtime("torch_distributed.yaml")
-    exp = expand(rt, trainjob_name="j", namespace="team-a", num_nodes=2)
+    exp = plan_for(rt, trainjob(numNodes=2))
     assert jobs_status(exp, [], suspended=True)[0]["suspended"] == 1
     assert jobs_status(exp, [_pod("node", 0, "Failed"), _pod("node", 0, "Running")], False)[0]["failed"] == 1
 
@@ -101,14 +127,14 @@ def test_it_reports_suspended_jobs_and_failures():
                                                   (["Succeeded", "Running"], False)])
 def test_it_completes_when_every_pod_succeeded(phases, complete):
     rt = runtime("torch_distributed.yaml")
-    exp = expand(rt, trainjob_name="j", namespace="team-a", num_nodes=2)
+    exp = plan_for(rt, trainjob(numNodes=2))
     status = jobs_status(exp, [_pod("node", 0, p) for p in phases], False)
     assert is_complete(rt, exp, status) is complete
 
 
 def test_it_honours_the_success_policy_targets():
     rt = runtime("deepspeed_distributed.yaml")  # successPolicy: All over [launcher]
-    exp = expand(rt, trainjob_name="j", namespace="team-a", num_nodes=3)
+    exp = plan_for(rt, trainjob(numNodes=3))
     status = jobs_status(exp, [_pod("launcher", 0, "Succeeded"), _pod("node", 0, "Running")], False)
     assert is_complete(rt, exp, status)
 

@@ -28,19 +28,24 @@ def test_it_creates_workload_podgroup_and_pods_named_and_owned_per_the_kep(clust
 
     (workload,) = cluster.workloads()
     assert workload["apiVersion"] == "scheduling.k8s.io/v1beta1"
-    assert workload["metadata"]["name"] == workload_name_for("default", "llama")
+    # Salted with the UID: `<trainjob>-<hash>`, never the name a preview would predict.
+    assert re.fullmatch(r"llama-[a-z0-9]{8}", workload["metadata"]["name"])
+    assert workload["metadata"]["name"] != workload_name_for("default", "llama")
     assert workload["spec"]["controllerRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "TrainJob",
                                                  "name": "llama"}
     assert workload["spec"]["podGroupTemplates"][0]["name"] == "node-0"
     assert _owner(workload, "TrainJob")["uid"] == uid and _owner(workload, "TrainJob")["controller"] is True
 
     (group,) = cluster.pod_groups()
-    assert group["metadata"]["name"] == pod_group_name_for("default", workload["metadata"]["name"], "node-0",
+    assert re.fullmatch(re.escape(workload["metadata"]["name"]) + r"-node-0-[a-z0-9]{6}", group["metadata"]["name"])
+    assert group["metadata"]["name"] != pod_group_name_for("default", workload["metadata"]["name"], "node-0",
                                                            level_one=False)
+    assert group["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
     assert group["spec"]["workloadRef"] == {"workloadName": workload["metadata"]["name"], "templateName": "node-0"}
     assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
-    assert _owner(group, "TrainJob")["controller"] is True
+    assert _owner(group, "TrainJob")["controller"] is True and _owner(group, "TrainJob")["uid"] == uid
     assert _owner(group, "Workload")["uid"] == workload["metadata"]["uid"]
+    assert not _owner(group, "Workload").get("controller")
 
     for pod in pods:
         assert re.fullmatch(r"llama-node-0-[0-2]-[a-z0-9]{5}", pod["metadata"]["name"])
@@ -53,6 +58,20 @@ def test_it_creates_workload_podgroup_and_pods_named_and_owned_per_the_kep(clust
     group = cluster.wait(lambda: next((g for g in cluster.pod_groups()
                                        if is_true(g, "PodGroupInitiallyScheduled")), None))
     assert condition(group, "PodGroupInitiallyScheduled")["reason"] == "Scheduled"
+
+
+def test_it_salts_names_so_two_trainjobs_of_the_same_name_get_different_objects(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    names = []
+    for _ in range(2):
+        cluster.submit(trainjob("again", "torch-gang-zone", num_nodes=1))
+        cluster.wait(lambda: len(cluster.pods("again")) == 1 and cluster.workloads() and cluster.pod_groups())
+        names.append((cluster.workloads()[0]["metadata"]["name"], cluster.pod_groups()[0]["metadata"]["name"],
+                      cluster.pods("again")[0]["spec"]["schedulingGroup"]["podGroupName"]))
+        cluster.delete_trainjob("again")
+        cluster.wait(lambda: not cluster.workloads() and not cluster.pod_groups() and not cluster.pods("again"))
+    assert names[0][0] != names[1][0] and names[0][1] != names[1][1]
+    assert all(group == pod_group for _, group, pod_group in names)
 
 
 def test_it_garbage_collects_every_child_when_the_trainjob_is_deleted(cluster: Cluster):
@@ -103,6 +122,53 @@ def test_it_creates_nothing_while_suspended_and_everything_on_resume(cluster: Cl
                            == "False" and j)
     assert condition(resumed, "Suspended")["reason"] == "Resumed"
     assert len(cluster.workloads()) == 1
+
+
+def test_suspend_deletes_the_workload_podgroups_and_pods_and_resume_recreates_them_under_new_names(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("pausable", "torch-gang-zone", num_nodes=2))
+    cluster.wait(lambda: len(p := cluster.pods("pausable")) == 2 and all(x["status"].get("phase") == "Running"
+                                                                         for x in p))
+    (before,) = cluster.pod_groups()
+    workload_before = cluster.workloads()[0]["metadata"]["name"]
+    path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/pausable"
+
+    cluster.client.merge_patch(path, {"spec": {"suspend": True}})
+    cluster.wait(lambda: not cluster.pods("pausable") and not cluster.pod_groups() and not cluster.workloads())
+    assert condition(cluster.trainjob("pausable"), "Suspended")["status"] == "True"
+
+    cluster.client.merge_patch(path, {"spec": {"suspend": False}})
+    pods = cluster.wait(lambda: len(p := cluster.pods("pausable")) == 2 and all(x["spec"].get("nodeName") for x in p)
+                        and p)
+    (after,) = cluster.pod_groups()
+    (workload_after,) = cluster.workloads()
+    assert after["metadata"]["name"] != before["metadata"]["name"]
+    assert workload_after["metadata"]["name"] != workload_before
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {after["metadata"]["name"]}
+    assert after["spec"]["workloadRef"]["workloadName"] == workload_after["metadata"]["name"]
+    cluster.wait(lambda: is_true(cluster.pod_groups()[0], "PodGroupInitiallyScheduled"))
+    assert condition(cluster.trainjob("pausable"), "Suspended")["reason"] == "Resumed"
+
+
+def test_a_deleted_podgroup_stays_until_no_running_pod_uses_it(cluster: Cluster):
+    cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))
+    cluster.submit(trainjob("held", "torch-gang-zone", num_nodes=2))
+    cluster.wait(lambda: len(p := cluster.pods("held")) == 2 and all(x["status"].get("phase") == "Running" for x in p))
+    (group,) = cluster.pod_groups()
+    group_path = f"{cluster.scheduling}/podgroups/{group['metadata']['name']}"
+    cluster.client.delete(group_path)
+    terminating = cluster.client.get(group_path)
+    assert terminating["metadata"]["deletionTimestamp"]
+    assert terminating["metadata"]["finalizers"] == ["scheduling.k8s.io/podgroup-protection"]
+    # The protection controller has had passes since (a pod event wakes it) and still keeps the group.
+    cluster.client.merge_patch("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/held",
+                               {"metadata": {"labels": {"nudge": "1"}}})
+    cluster.wait(lambda: cluster.trainjob("held")["metadata"]["labels"]["nudge"] == "1")
+    assert cluster.client.get(group_path)["metadata"]["deletionTimestamp"]
+    cluster.client.merge_patch("/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/held",
+                               {"metadata": {"annotations": {"sandbox.trainer-portal.io/duration-seconds": "0"}}})
+    cluster.wait(lambda: not cluster.pod_groups())
+    assert {p["status"]["phase"] for p in cluster.pods("held")} == {"Succeeded"}
 
 
 def test_it_waits_for_a_missing_runtime_with_a_warning_event(cluster: Cluster):

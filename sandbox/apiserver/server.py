@@ -20,13 +20,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox import discovery, tables
-from sandbox.errors import ApiError, bad_request
+from sandbox.apiserver import discovery, tables
+from sandbox.apiserver.errors import ApiError, bad_request
+from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
+from sandbox.apiserver.registry import Registry
+from sandbox.apiserver.resources import ResourceType
+from sandbox.apiserver.store import Entry, Store, dumps
+from sandbox.apiserver.watch import WatchRequest, parse_bool
 from sandbox.faults import STATUS_REASONS, Fault, Faults, FaultSpecError
-from sandbox.registry import PATCH_APPLY, Registry, WriteOptions, strip_chars
-from sandbox.resources import ResourceType
-from sandbox.store import Entry, Store, dumps
-from sandbox.watch import WatchRequest, parse_bool
 
 log = logging.getLogger("sandbox")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -298,6 +299,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, {"resourceVersion": str(registry.store.rv), "objects": registry.store.dump()})
         elif path == "/sandbox/info" and method == "GET":
             self._send_json(200, {"kubeVersion": self.server.config.kube_version,
+                                  "featureGates": dict(sorted(registry.gates.items())),
                                   "resourceVersion": str(registry.store.rv),
                                   "counts": {f"{k[1]}.{k[0]}".rstrip("."): registry.store.count(k)
                                              for k in registry.store.resource_keys()}})
@@ -519,12 +521,18 @@ def make_server(host: str, port: int, registry: Registry, config: ServerConfig) 
     return SandboxServer((host, port), registry, config)
 
 
-def build_registry(kube_version: str, nodes: list[dict[str, Any]] | None = None,
-                   history_limit: int = 20000) -> Registry:
-    """Returns a registry with the start-up state (namespaces, shipped CRDs with overlay, nodes) and GC running."""
-    from sandbox.bootstrap import load_crds
+def build_registry(kube_version: str, nodes: list[dict[str, Any]] | None = None, history_limit: int = 20000,
+                   crds: list[dict[str, Any]] | None = None, gates: dict[str, bool] | None = None) -> Registry:
+    """Returns a registry with the start-up state (namespaces, CRDs, nodes) and GC running.
 
-    registry = Registry(Store(history_limit=history_limit), kube_version)
-    registry.bootstrap(load_crds(), nodes or [])
-    registry.start_gc()
+    `crds` defaults to the shipped CRDs with the v2.4 overlay; `gates` overrides feature gates of the API server
+    (see `workloads.DEFAULT_GATES`).
+    """
+    if crds is None:
+        from sandbox.bootstrap import load_crds
+
+        crds = load_crds()
+    registry = Registry(Store(history_limit=history_limit), kube_version, gates)
+    registry.bootstrap(crds, nodes or [])
+    registry.gc.start()
     return registry

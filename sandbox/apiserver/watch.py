@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.errors import bad_request, expired, invalid
-from sandbox.registry import Registry
-from sandbox.resources import ResourceType
-from sandbox.store import Event, Subscription, dumps
+from sandbox.apiserver.errors import bad_request, expired, invalid
+from sandbox.apiserver.registry import Registry
+from sandbox.apiserver.resources import ResourceType
+from sandbox.apiserver.store import Event, Subscription, dumps
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 

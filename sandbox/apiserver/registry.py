@@ -1,8 +1,9 @@
 """API semantics on top of the store: create/get/list/update/patch/apply/delete, status split, generation,
-finalizers, custom resource validation, CRD registration and ownerReference garbage collection.
+finalizers, CRD registration and pods/binding.
 
-Every public method raises `ApiError` for the HTTP layer to render; successful writes return `(code, Entry)`.
-Writes run under `store.lock`, so each read-modify-write is atomic.
+Validation lives in `validation.py`, ownerReference garbage collection in `gc.py`. Every public method raises
+`ApiError` for the HTTP layer to render; successful writes return `(code, Entry)`. Writes run under `store.lock`,
+so each read-modify-write is atomic.
 """
 
 from __future__ import annotations
@@ -10,48 +11,26 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import logging
-import queue
 import random
-import re
-import string
-import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox import schema as schemas
-from sandbox.apply import ApplyConflict, now, server_side_apply, track_update
-from sandbox.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
-from sandbox.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from sandbox.resources import ResourceType, builtin_types, types_from_crd
-from sandbox.selectors import SelectorError, parse_field_selector, parse_label_selector
-from sandbox.store import Entry, Store, dumps
+from sandbox.apiserver import defaults, workloads
+from sandbox.apiserver.apply import ApplyConflict, now, server_side_apply, track_update
+from sandbox.apiserver.decode import POD_OUTLINE, decode
+from sandbox.apiserver.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
+from sandbox.apiserver.gc import GarbageCollector
+from sandbox.apiserver.options import PATCH_APPLY, PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, WriteOptions
+from sandbox.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from sandbox.apiserver.resources import ResourceType, builtin_types, types_from_crd
+from sandbox.apiserver.selectors import SelectorError, parse_field_selector, parse_label_selector
+from sandbox.apiserver.store import Entry, Store, dumps
+from sandbox.apiserver.validation import validate_write
 
-log = logging.getLogger("sandbox")
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _STRIP_ON_WRITE = ("creationTimestamp", "uid", "generation", "deletionTimestamp", "deletionGracePeriodSeconds",
                    "selfLink")
-PATCH_JSON = "application/json-patch+json"
-PATCH_MERGE = "application/merge-patch+json"
-PATCH_STRATEGIC = "application/strategic-merge-patch+json"
-PATCH_APPLY = "application/apply-patch+yaml"
-PATCH_APPLY_CBOR = "application/apply-patch+cbor"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-@dataclass
-class WriteOptions:
-    """Query options of a write: dryRun=All, fieldManager, force (apply only)."""
-
-    dry_run: bool = False
-    manager: str = ""
-    force: bool = False
-    field_validation: str = "Warn"
-    warnings: list[str] = field(default_factory=list)
 
 
 def _rand_suffix(n: int = 5) -> str:
@@ -76,14 +55,13 @@ def _meta_for_compare(meta: dict[str, Any]) -> dict[str, Any]:
 class Registry:
     """All served resource types and the operations on them."""
 
-    def __init__(self, store: Store, kube_version: str = "1.37") -> None:
+    def __init__(self, store: Store, kube_version: str = "1.37", gates: dict[str, bool] | None = None) -> None:
         self.store = store
         self.kube_version = kube_version
+        self.gates = {**workloads.DEFAULT_GATES, **(gates or {})}
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self._initial: list[tuple[tuple[str, str], Entry]] = []
-        self._owner_index: dict[str, set[tuple[tuple[str, str], str, str]]] = {}
-        self._gc_queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._gc_thread: threading.Thread | None = None
+        self.gc = GarbageCollector(self)
         self.on_types_changed: list[Callable[[], None]] = []
         for rt in builtin_types(kube_version):
             self._add_type(rt)
@@ -126,6 +104,9 @@ class Registry:
             crd_type = self.resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             for crd in crds:
                 self._insert(crd_type, crd)
+            priority_type = self.resolve("scheduling.k8s.io", "v1", "priorityclasses")
+            for priority_class in defaults.system_priority_classes():
+                self._insert(priority_type, priority_class)
             node_type = self.resolve("", "v1", "nodes")
             for node in nodes:
                 self._insert(node_type, node)
@@ -147,7 +128,7 @@ class Registry:
         with self.store.lock:
             for key in list(self.store.resource_keys()):
                 self.store.drop_all(key)
-            self._owner_index.clear()
+            self.gc.clear()
             self.types = {k: rt for k, rt in self.types.items() if rt.builtin}
             # The start-up entries are immutable, so they are put back as they were (same resourceVersions, which
             # are older than every later one); only the global counter moves on.
@@ -239,6 +220,7 @@ class Registry:
         """Creates an object; returns (201, entry). Raises 409 AlreadyExists, 404 for a missing namespace,
         400 for a body of the wrong kind and 422 Invalid."""
         obj = self._check_body(rt, body, namespace)
+        self._decode(rt, obj, opts)
         meta = obj["metadata"]
         if not meta.get("name"):
             if meta.get("generateName"):
@@ -256,7 +238,7 @@ class Registry:
             meta.pop("resourceVersion", None)
             self._initialize_metadata(rt, obj)
             self._prepare_create(rt, obj)
-            self._validate(rt, obj, None, "", opts)
+            validate_write(rt, obj, None, "", opts)
             track_update(None, obj, opts.manager, rt.api_version, rt.list_type)
             return 201, self._commit_new(rt, obj, opts)
 
@@ -306,23 +288,30 @@ class Registry:
                                              f"unable to create new content in namespace {ns} because it is being "
                                              f"terminated", {"kind": rt.plural})
 
+    @staticmethod
+    def _decode(rt: ResourceType, obj: dict[str, Any], opts: WriteOptions) -> None:
+        """The typed decoding: ObjectMeta of every kind, the whole body of Workloads and PodGroups (wrong JSON types
+        → 400, unknown fields per fieldValidation)."""
+        shape = workloads.shape(rt) if rt.key in workloads.KEYS else POD_OUTLINE if rt.key == ("", "pods") else None
+        decode(rt, obj, shape, opts)
+
     def _initialize_metadata(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", now())
-        meta["generation"] = 1
+        if rt.generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        """Applies per-kind create rules: status reset, namespace phase, pod defaults, CRD status."""
+        """Applies per-kind create rules: server defaults, status reset, namespace phase, pod defaults, CRD status."""
+        defaults.apply(rt, obj)
         if rt.key == ("", "namespaces"):
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif rt.key == ("", "pods"):
-            spec = obj.setdefault("spec", {})
-            spec.setdefault("schedulerName", "default-scheduler")
-            spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("terminationGracePeriodSeconds", 30)
-            obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+            obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
         elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             names = obj.get("spec", {}).get("names", {})
             obj["status"] = {
@@ -335,61 +324,14 @@ class Registry:
                      "message": "the initial names have been accepted", "lastTransitionTime": now()}]}
         elif rt.has_status and rt.key != ("", "nodes"):
             obj.pop("status", None)
-
-    # -- validation ------------------------------------------------------------------------------------------
-    def _validate(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, subresource: str,
-                  opts: WriteOptions | None = None) -> None:
-        name = obj["metadata"].get("name", "")
-        causes: list[dict[str, str]] = []
-        name_re = _DNS_LABEL if rt.key in (("", "namespaces"),) else _DNS_SUBDOMAIN
-        if old is None and (len(name) > 253 or not name_re.match(name)):
-            what = "a lowercase RFC 1123 label" if name_re is _DNS_LABEL else "a lowercase RFC 1123 subdomain"
-            causes.append({"reason": "FieldValueInvalid", "field": "metadata.name",
-                           "message": f'Invalid value: "{name}": {what} must consist of lower case alphanumeric '
-                                      f"characters, '-' or '.', and must start and end with an alphanumeric "
-                                      f"character"})
-        refs = obj["metadata"].get("ownerReferences") or ()
-        for i, ref in enumerate(refs):
-            for req in ("apiVersion", "kind", "name", "uid"):
-                if not ref.get(req):
-                    causes.append({"reason": "FieldValueRequired", "field": f"metadata.ownerReferences[{i}].{req}",
-                                   "message": "Required value"})
-        controllers = [r for r in refs if r.get("controller")]
-        if len(controllers) > 1:
-            found = ", ".join(f"{r.get('kind', '')}/{r.get('name', '')}" for r in controllers)
-            causes.append({"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
-                           "message": "Invalid value: \"array\": Only one reference can have Controller set to true. "
-                                      f'Found "true" in references for {found}'})
-        causes += _validate_labels(obj["metadata"].get("labels"))
-        if not rt.builtin and rt.schema is not None:
-            unknown: list[str] = []
-            schemas.prune(rt.schema, obj, removed=unknown)
-            if unknown and opts is not None:
-                self._unknown_fields(rt, unknown, opts)
-            schemas.apply_defaults(rt.schema, obj)
-            causes += schemas.validate(rt.schema, obj, old, skip_status=rt.has_status and subresource != "status")
-        elif rt.key == ("", "pods"):
-            causes += _validate_pod(obj, old)
-        elif rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            causes += _validate_crd(obj, old)
-        if causes:
-            raise invalid(rt.kind, rt.group, name, causes)
-
-    @staticmethod
-    def _unknown_fields(rt: ResourceType, unknown: list[str], opts: WriteOptions) -> None:
-        """Applies fieldValidation to pruned unknown fields: Strict → 400, Warn → warnings, Ignore → nothing."""
-        if opts.field_validation == "Strict":
-            detail = ", ".join(f'unknown field "{u}"' for u in unknown)
-            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                              f"strict decoding error: {detail}")
-        if opts.field_validation == "Warn":
-            opts.warnings.extend(f'unknown field "{u}"' for u in unknown)
+        if rt.key in workloads.KEYS:
+            workloads.prepare(rt, obj, None, self.gates)
 
     # -- update / patch / apply ------------------------------------------------------------------------------
     def replace(self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str,
                 opts: WriteOptions) -> tuple[int, Entry]:
         """PUT: returns (200, entry). Raises 404, 409 Conflict on a stale resourceVersion, 400 on a name
-        mismatch, 422 Invalid."""
+        mismatch, 422 Invalid (also for a custom resource or CRD sent without metadata.resourceVersion)."""
         obj = self._check_body(rt, body, namespace)
         if obj["metadata"].get("name") not in (None, name):
             raise bad_request(f'the name of the object ({obj["metadata"].get("name")}) does not match the name on '
@@ -397,7 +339,11 @@ class Registry:
         obj["metadata"]["name"] = name
         with self.store.lock:
             old = self.get(rt, namespace or "", name)
-            return self._update(rt, old, obj, subresource, opts, precondition_rv=obj["metadata"].get("resourceVersion"))
+            if not obj["metadata"].get("resourceVersion") and not rt.unconditional_update:
+                raise invalid(rt.kind, rt.group, name, [{
+                    "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                    "message": "Invalid value: 0x0: must be specified for an update"}])
+            return self.update(rt, old, obj, subresource, opts, precondition_rv=obj["metadata"].get("resourceVersion"))
 
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, body: Any,
               subresource: str, opts: WriteOptions) -> tuple[int, Entry]:
@@ -447,7 +393,7 @@ class Registry:
                     precondition = new_rv
             obj = self._check_body(rt, patched, namespace)
             obj["metadata"]["name"] = name
-            return self._update(rt, old, obj, subresource, opts, precondition_rv=precondition)
+            return self.update(rt, old, obj, subresource, opts, precondition_rv=precondition)
 
     def _apply(self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str,
                opts: WriteOptions) -> tuple[int, Entry]:
@@ -463,6 +409,7 @@ class Registry:
             raise bad_request(f'the name of the object ({config["metadata"].get("name")}) does not match the name '
                               f"on the URL ({name})")
         config["metadata"]["name"] = name
+        self._decode(rt, config, opts)
         with self.store.lock:
             ns = config["metadata"].get("namespace", "")
             old = self.store.get(rt.key, ns, name)
@@ -470,7 +417,7 @@ class Registry:
                 if subresource:
                     raise not_found(rt.plural, name, rt.group)
                 self._check_namespace_exists(rt, ns)
-                obj = server_side_apply(None, config, opts.manager, rt.api_version, rt.list_type, opts.force)
+                obj = self._server_side_apply(rt, None, config, opts)
                 obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
                 meta = obj["metadata"]
                 for key in _STRIP_ON_WRITE:
@@ -478,24 +425,37 @@ class Registry:
                 meta.pop("resourceVersion", None)
                 self._initialize_metadata(rt, obj)
                 self._prepare_create(rt, obj)
-                self._validate(rt, obj, None, "", opts)
+                validate_write(rt, obj, None, "", opts)
                 return 201, self._commit_new(rt, obj, opts)
             precondition = config["metadata"].get("resourceVersion")
             live = _copy(old)
             try:
-                obj = server_side_apply(live, config, opts.manager, rt.api_version, rt.list_type, opts.force,
-                                        subresource)
+                obj = self._server_side_apply(rt, live, config, opts, subresource)
             except ApplyConflict as exc:
                 details = {"name": name, "kind": rt.plural, "causes": exc.causes()}
                 if rt.group:
                     details["group"] = rt.group
                 raise ApiError(409, "Conflict", exc.message(), details)
-            return self._update(rt, old, obj, subresource, opts, precondition_rv=precondition, track=False)
+            return self.update(rt, old, obj, subresource, opts, precondition_rv=precondition, track=False)
 
-    def _update(self, rt: ResourceType, old: Entry, obj: dict[str, Any], subresource: str, opts: WriteOptions,
-                precondition_rv: str | None, track: bool = True) -> tuple[int, Entry]:
-        """Shared tail of PUT/PATCH/apply: preconditions, status split, validation, generation, no-op detection,
-        finalizer completion and the store write."""
+    @staticmethod
+    def _server_side_apply(rt: ResourceType, live: dict[str, Any] | None, config: dict[str, Any],
+                           opts: WriteOptions, subresource: str = "") -> dict[str, Any]:
+        """Returns the applied object. Raises ApplyConflict, and 400 BadRequest when the configuration's shape does
+        not fit the live object's (a list where the schema has an object, an item that is not an object, …)."""
+        try:
+            return server_side_apply(live, config, opts.manager, rt.api_version, rt.list_type, opts.force,
+                                     subresource)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:
+            raise bad_request(f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): the applied "
+                              f"configuration does not match the object's structure ({type(exc).__name__}: {exc})")
+
+    def update(self, rt: ResourceType, old: Entry, obj: dict[str, Any], subresource: str, opts: WriteOptions,
+               precondition_rv: str | None, track: bool = True) -> tuple[int, Entry]:
+        """Writes `obj` over the stored `old` (caller holds the store lock): the shared tail of PUT/PATCH/apply and
+        of the garbage collector's writes. Preconditions, status split, validation, generation, no-op detection,
+        finalizer completion and the store write. Returns (200, entry); raises 409 Conflict on a stale
+        `precondition_rv` and 422 Invalid."""
         old_obj = old.obj
         name = old_obj["metadata"]["name"]
         if precondition_rv and precondition_rv != old_obj["metadata"]["resourceVersion"]:
@@ -523,15 +483,19 @@ class Registry:
                 new_meta.pop(key, None)
         if rt.key == ("", "namespaces") and subresource != "status":
             obj["status"] = copy.deepcopy(old_obj.get("status", {}))
-        self._validate(rt, obj, old_obj, subresource, opts)
+        self._decode(rt, obj, opts)
+        defaults.apply(rt, obj)
+        if rt.key in workloads.KEYS and subresource != "status":
+            workloads.prepare(rt, obj, old_obj, self.gates)
+        validate_write(rt, obj, old_obj, subresource, opts)
         if track:
             track_update(old_obj, obj, opts.manager, rt.api_version, rt.list_type, subresource)
-        if self._spec_changed(rt, old_obj, obj):
+        if rt.generation and self._spec_changed(rt, old_obj, obj):
             new_meta["generation"] = old_meta.get("generation", 1) + 1
         if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             if opts.dry_run:
                 return 200, Entry(obj, dumps(obj), old.rv)
-            return 200, self._remove(rt, obj)
+            return 200, self.remove(rt, obj)
         if self._same(old_obj, obj):
             return 200, old
         if opts.dry_run:
@@ -587,7 +551,7 @@ class Registry:
                     if dry_run:
                         return 200, Entry(obj, dumps(obj), old.rv)
                     entry = self.store.put(rt.key, obj, "MODIFIED", old.obj)
-                    self._gc_queue.put("ns:" + name)
+                    self.gc.namespace_terminating(name)
                     return 200, entry
                 return 200, old
             if policy == "Foreground" and "foregroundDeletion" not in finalizers:
@@ -597,7 +561,7 @@ class Registry:
             if not finalizers:
                 if dry_run:
                     return 200, old
-                return 200, self._remove(rt, obj)
+                return 200, self.remove(rt, obj)
             if obj["metadata"].get("deletionTimestamp") and finalizers == obj["metadata"].get("finalizers"):
                 return 200, old
             obj["metadata"]["finalizers"] = finalizers
@@ -607,7 +571,7 @@ class Registry:
                 return 200, Entry(obj, dumps(obj), old.rv)
             entry = self.store.put(rt.key, obj, "MODIFIED", old.obj)
             if "foregroundDeletion" in finalizers or "orphan" in finalizers:
-                self._gc_queue.put("fin:" + meta["uid"])
+                self.gc.finalize_later(meta["uid"])
             return 200, entry
 
     def delete_collection(self, rt: ResourceType, namespace: str | None, label_selector: str | None,
@@ -624,12 +588,14 @@ class Registry:
                     raise
         return out
 
-    def _remove(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
+    def remove(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
+        """Removes an object for good (caller holds the store lock); returns its last entry. Queues its dependents
+        for garbage collection; removing a CRD removes its custom resources and stops serving them."""
         entry = self.store.remove(rt.key, obj)
         uid = obj["metadata"].get("uid")
-        self._unindex_owners(rt, obj)
+        self.gc.unindex(rt, obj)
         if uid:
-            self._gc_queue.put("uid:" + uid)
+            self.gc.owner_removed(uid)
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             group, plural = obj["spec"]["group"], obj["spec"]["names"]["plural"]
             for e in self.store.list((group, plural)):
@@ -640,146 +606,13 @@ class Registry:
     # -- bookkeeping after writes ----------------------------------------------------------------------------
     def _after_put(self, rt: ResourceType, old: dict[str, Any] | None, new: dict[str, Any],
                    queue_checks: bool = True) -> None:
-        if old is not None:
-            self._unindex_owners(rt, old)
-        meta = new["metadata"]
-        refs = meta.get("ownerReferences") or ()
-        where = (rt.key, meta.get("namespace", ""), meta["name"])
-        for ref in refs:
-            self._owner_index.setdefault(ref.get("uid", ""), set()).add(where)
-        old_refs = (old or {}).get("metadata", {}).get("ownerReferences")
-        if refs and queue_checks and (old is None or old_refs != refs):
-            self._gc_queue.put("check:" + meta["uid"])  # owners may already be gone (or never existed)
+        self.gc.index(rt, old, new, queue_checks)
         if rt.key == ("apiextensions.k8s.io", "customresourcedefinitions") and queue_checks:
             self._register_crd(new)
-
-    def _unindex_owners(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        where = (rt.key, meta.get("namespace", ""), meta["name"])
-        for ref in meta.get("ownerReferences") or ():
-            deps = self._owner_index.get(ref.get("uid", ""))
-            if deps:
-                deps.discard(where)
-                if not deps:
-                    del self._owner_index[ref.get("uid", "")]
 
     def type_for_key(self, key: tuple[str, str]) -> ResourceType | None:
         """Returns one served type for a storage key (its first version), or None."""
         return next((rt for rt in self.types.values() if rt.key == key), None)
-
-    # -- garbage collection ----------------------------------------------------------------------------------
-    def start_gc(self) -> None:
-        """Starts the garbage collector thread (background cascade, foreground/orphan finalizers, namespaces)."""
-        self._gc_thread = threading.Thread(target=self._gc_loop, name="sandbox-gc", daemon=True)
-        self._gc_thread.start()
-
-    def stop_gc(self) -> None:
-        self._gc_queue.put(None)
-
-    def _gc_loop(self) -> None:
-        while True:
-            item = self._gc_queue.get()
-            if item is None:
-                return
-            try:
-                with self.store.lock:
-                    self._gc_item(item)
-            except Exception:  # the collector must survive one bad object
-                log.exception("garbage collection of %s failed", item)
-
-    def _gc_item(self, item: str) -> None:
-        kind, _, ident = item.partition(":")
-        if kind == "uid":
-            for where in sorted(self._owner_index.get(ident, set())):
-                self._gc_dependent(where)
-            self._owner_index.pop(ident, None)
-        elif kind == "check":
-            where = self.store.uids.get(ident)
-            if where:
-                self._gc_dependent(where)
-        elif kind == "fin":
-            self._gc_finalize(ident)
-        elif kind == "ns":
-            self._gc_namespace(ident)
-
-    def _gc_dependent(self, where: tuple[tuple[str, str], str, str]) -> None:
-        """Deletes a dependent whose owners are all gone, or drops its references to vanished owners."""
-        entry = self.store.get(*where)
-        rt = self.type_for_key(where[0])
-        if entry is None or rt is None:
-            return
-        refs = entry.obj["metadata"].get("ownerReferences") or []
-        alive = [r for r in refs if self.store.by_uid(r.get("uid", "")) is not None]
-        if len(alive) == len(refs):
-            return
-        if not alive:
-            self.delete(rt, where[1] or None, where[2], None, False, propagation="Background")
-            return
-        obj = _copy(entry)
-        obj["metadata"]["ownerReferences"] = alive
-        self._update(rt, entry, obj, "", WriteOptions(manager="generic-garbage-collector"), None)
-
-    def _gc_finalize(self, uid: str) -> None:
-        where = self.store.uids.get(uid)
-        if not where:
-            return
-        entry = self.store.get(*where)
-        rt = self.type_for_key(where[0])
-        if entry is None or rt is None:
-            return
-        finalizers = entry.obj["metadata"].get("finalizers") or []
-        dependents = sorted(self._owner_index.get(uid, set()))
-        if "orphan" in finalizers:
-            for dep in dependents:
-                dep_entry = self.store.get(*dep)
-                dep_rt = self.type_for_key(dep[0])
-                if dep_entry is None or dep_rt is None:
-                    continue
-                obj = _copy(dep_entry)
-                obj["metadata"]["ownerReferences"] = [r for r in obj["metadata"].get("ownerReferences") or []
-                                                      if r.get("uid") != uid]
-                if not obj["metadata"]["ownerReferences"]:
-                    del obj["metadata"]["ownerReferences"]
-                self._update(dep_rt, dep_entry, obj, "", WriteOptions(manager="generic-garbage-collector"), None)
-            finalizers = [f for f in finalizers if f != "orphan"]
-        elif "foregroundDeletion" in finalizers:
-            pending = False
-            for dep in dependents:
-                dep_entry = self.store.get(*dep)
-                dep_rt = self.type_for_key(dep[0])
-                if dep_entry is None or dep_rt is None:
-                    continue
-                pending = True
-                if not dep_entry.obj["metadata"].get("deletionTimestamp"):
-                    self.delete(dep_rt, dep[1] or None, dep[2], None, False, propagation="Foreground")
-            if pending and any(self.store.get(*d) is not None for d in dependents):
-                threading.Timer(0.05, self._gc_queue.put, args=("fin:" + uid,)).start()
-                return
-            finalizers = [f for f in finalizers if f != "foregroundDeletion"]
-        else:
-            return
-        obj = _copy(entry)
-        obj["metadata"]["finalizers"] = finalizers
-        self._update(rt, entry, obj, "", WriteOptions(manager="generic-garbage-collector"), None)
-
-    def _gc_namespace(self, name: str) -> None:
-        ns_entry = self.store.get(("", "namespaces"), "", name)
-        if ns_entry is None:
-            return
-        remaining = False
-        for key in list(self.store.resource_keys()):
-            rt = self.type_for_key(key)
-            if rt is None or not rt.namespaced:
-                continue
-            for e in self.store.list(key, name):
-                remaining = True
-                if not e.obj["metadata"].get("deletionTimestamp"):
-                    self.delete(rt, name, e.obj["metadata"]["name"], None, False)
-        if remaining and any(self.store.list(k, name) for k in self.store.resource_keys()
-                             if (t := self.type_for_key(k)) is not None and t.namespaced):
-            threading.Timer(0.05, self._gc_queue.put, args=("ns:" + name,)).start()
-            return
-        self._remove(self.resolve("", "v1", "namespaces"), _copy(ns_entry))
 
     # -- pods/binding ----------------------------------------------------------------------------------------
     def bind(self, namespace: str, name: str, body: Any, opts: WriteOptions) -> dict[str, Any]:
@@ -807,32 +640,8 @@ class Registry:
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
-def _validate_labels(labels: Any) -> list[dict[str, str]]:
-    """Returns causes for label keys/values the apiserver rejects (qualified names, 63-char values)."""
-    if not isinstance(labels, dict):
-        return [] if labels is None else [{"reason": "FieldValueTypeInvalid", "field": "metadata.labels",
-                                           "message": "Invalid value: labels must be a map of strings"}]
-    causes = []
-    for key, value in labels.items():
-        prefix, _, name = key.rpartition("/")
-        if (not name or len(name) > 63 or not _LABEL_NAME.match(name)
-                or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))):
-            causes.append({"reason": "FieldValueInvalid", "field": "metadata.labels",
-                           "message": f'Invalid value: "{key}": name part must consist of alphanumeric characters, '
-                                      f"'-', '_' or '.', and must start and end with an alphanumeric character "
-                                      f"(at most 63 characters, optional DNS subdomain prefix)"})
-        if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.match(value)):
-            causes.append({"reason": "FieldValueInvalid", "field": f"metadata.labels.{key}",
-                           "message": f"Invalid value: {json.dumps(value)}: a valid label must be an empty string or "
-                                      f"consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                                      f"with an alphanumeric character (at most 63 characters)"})
-    return causes
-
-
-def _qos_class(spec: dict[str, Any]) -> str:
+def qos_class(spec: dict[str, Any]) -> str:
+    """Returns the Pod QoS class (BestEffort, Guaranteed, Burstable) the apiserver sets on create."""
     containers = spec.get("containers") or []
     resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
     if not any(r.get("requests") or r.get("limits") for r in resources):
@@ -841,71 +650,3 @@ def _qos_class(spec: dict[str, Any]) -> str:
            {"cpu", "memory"} <= set(r["limits"]) for r in resources):
         return "Guaranteed"
     return "Burstable"
-
-
-_POD_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds")
-
-
-def _validate_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, str]]:
-    causes = []
-    spec = obj.get("spec") or {}
-    containers = spec.get("containers")
-    if not containers:
-        causes.append({"reason": "FieldValueRequired", "field": "spec.containers", "message": "Required value"})
-    for i, c in enumerate(containers or []):
-        if not isinstance(c, dict) or not c.get("name"):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.containers[{i}].name",
-                           "message": "Required value"})
-        if isinstance(c, dict) and not c.get("image"):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.containers[{i}].image",
-                           "message": "Required value"})
-    if old is not None:
-        old_spec = copy.deepcopy(old.get("spec") or {})
-        new_spec = copy.deepcopy(spec)
-        for key in _POD_MUTABLE_SPEC:
-            old_spec.pop(key, None)
-            new_spec.pop(key, None)
-        if not old_spec.get("nodeName"):
-            # Lenient: schedulers may bind by setting spec.nodeName once (real clusters require pods/binding).
-            new_spec.pop("nodeName", None)
-            old_spec.pop("nodeName", None)
-        for c in old_spec.get("containers") or []:
-            c.pop("image", None)
-        for c in new_spec.get("containers") or []:
-            c.pop("image", None)
-        if old_spec != new_spec:
-            causes.append({"reason": "FieldValueForbidden", "field": "spec",
-                           "message": "Forbidden: pod updates may not change fields other than "
-                                      "`spec.containers[*].image`, `spec.activeDeadlineSeconds`, "
-                                      "`spec.tolerations` (only additions to existing tolerations), "
-                                      "`spec.terminationGracePeriodSeconds` or `spec.schedulingGates`"})
-    return causes
-
-
-def _validate_crd(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, str]]:
-    causes = []
-    spec = obj.get("spec") or {}
-    names = spec.get("names") or {}
-    for name in ("group", "scope"):
-        if not spec.get(name):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.{name}", "message": "Required value"})
-    for name in ("plural", "kind"):
-        if not names.get(name):
-            causes.append({"reason": "FieldValueRequired", "field": f"spec.names.{name}",
-                           "message": "Required value"})
-    if not spec.get("versions"):
-        causes.append({"reason": "FieldValueRequired", "field": "spec.versions", "message": "Required value"})
-    expected = f"{names.get('plural')}.{spec.get('group')}"
-    if names.get("plural") and spec.get("group") and obj["metadata"].get("name") != expected:
-        causes.append({"reason": "FieldValueInvalid", "field": "metadata.name",
-                       "message": f'Invalid value: "{obj["metadata"].get("name")}": must be spec.names.plural+"."+'
-                                  f"spec.group"})
-    if old is not None and (old.get("spec") or {}).get("group") != spec.get("group"):
-        causes.append({"reason": "FieldValueInvalid", "field": "spec.group", "message": "Invalid value: field is "
-                                                                                       "immutable"})
-    return causes
-
-
-def strip_chars(value: str) -> str:
-    """Returns value without characters that are not allowed in a field manager name."""
-    return "".join(ch for ch in value if ch in string.printable and ch not in "\r\n\t")[:128]

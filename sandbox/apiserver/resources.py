@@ -66,6 +66,10 @@ class ResourceType:
     list_types: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=lambda: dict(_COMMON_LISTS))
     printer_columns: list[dict[str, Any]] = field(default_factory=list)
     field_selectors: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+    # Whether the kind's strategy keeps metadata.generation (kinds without a spec/status split have none).
+    generation: bool = True
+    # Whether PUT without metadata.resourceVersion is allowed (custom resources and CRDs require it).
+    unconditional_update: bool = True
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -100,9 +104,9 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
     scheduling_version = "v1alpha2" if kube_version == "1.36" else "v1beta1"
     return [
         ResourceType("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",),
-                     field_selectors=("metadata.name", "status.phase")),
+                     field_selectors=("metadata.name", "status.phase"), generation=False),
         ResourceType("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), list_types=_NODE_LISTS,
-                     field_selectors=("metadata.name", "spec.unschedulable")),
+                     field_selectors=("metadata.name", "spec.unschedulable"), generation=False),
         ResourceType("", "v1", "Pod", "pods", namespaced=True, short_names=("po",), categories=("all",),
                      list_types=_POD_LISTS,
                      field_selectors=("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase",
@@ -110,20 +114,20 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
         ResourceType("", "v1", "Event", "events", namespaced=True, short_names=("ev",), has_status=False,
                      field_selectors=("metadata.name", "metadata.namespace", "involvedObject.kind",
                                       "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
-                                      "reason", "type", "source")),
+                                      "reason", "type", "source"), generation=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "Workload", "workloads", namespaced=True,
                      list_types=_SCHEDULING_LISTS, has_status=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "PodGroup", "podgroups", namespaced=True,
                      list_types=_SCHEDULING_LISTS),
         # Leader election of the portal's cluster watcher (coordination.k8s.io Lease, as kube-controller-manager uses).
         ResourceType("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, has_status=False,
-                     field_selectors=("metadata.name", "metadata.namespace")),
+                     field_selectors=("metadata.name", "metadata.namespace"), generation=False),
         # Pod priority for the gang scheduler's preemption (scheduling.k8s.io/v1 beside the v1beta1 Workload API).
         ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False,
-                     short_names=("pc",), has_status=False),
+                     short_names=("pc",), has_status=False, generation=False),
         ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                      namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
-                     list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}),
+                     list_types={**_COMMON_LISTS, "spec.versions": ("map", ("name",))}, unconditional_update=False),
     ]
 
 
@@ -145,6 +149,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             namespaced=spec.get("scope", "Namespaced") == "Namespaced", singular=names.get("singular", ""),
             short_names=tuple(names.get("shortNames", ())), categories=tuple(names.get("categories", ())),
             has_status="status" in (version.get("subresources") or {}), builtin=False, schema=schema,
+            unconditional_update=False,
             printer_columns=list(version.get("additionalPrinterColumns", ())),
             field_selectors=("metadata.name", "metadata.namespace",
                              *(f["jsonPath"].lstrip(".") for f in version.get("selectableFields", ()))),

@@ -42,6 +42,27 @@ def _target_sets_disjoint(scheduling: dict[str, Any]) -> bool:
     )
 
 
+_LEVEL_1_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
+_EVERY_RJOB_TARGETED = (
+    "!has(self.scheduling) || !has(self.scheduling.replicatedJobs) || has(self.scheduling.schedulingPolicy) || "
+    "has(self.scheduling.schedulingConstraints) || has(self.scheduling.disruptionMode) || "
+    "self.template.spec.replicatedJobs.all(rj, self.scheduling.replicatedJobs.filter(e, rj.name in "
+    "e.targetReplicatedJobs).size() == 1)")
+
+
+def _mistargeted(spec: dict[str, Any]) -> list[str]:
+    """Returns the template's ReplicatedJob names not targeted by exactly one scheduling.replicatedJobs entry (none
+    when the rule does not apply: no scheduling.replicatedJobs, or a level-1 field is set)."""
+    scheduling = spec.get("scheduling")
+    if not isinstance(scheduling, dict) or scheduling.get("replicatedJobs") is None \
+            or any(_has(scheduling, f) for f in _LEVEL_1_FIELDS):
+        return []
+    entries = scheduling["replicatedJobs"] or []
+    rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    return [rj.get("name", "") for rj in rjobs
+            if sum(1 for e in entries if rj.get("name") in (e.get("targetReplicatedJobs") or ())) != 1]
+
+
 # Rule text → predicate(self, oldSelf) returning True when valid.
 CEL_RULES: dict[str, Callable[[Any, Any], bool]] = {
     "self == oldSelf": lambda s, o: s == o,
@@ -72,6 +93,25 @@ CEL_RULES: dict[str, Callable[[Any, Any], bool]] = {
         lambda s, o: _target_sets_disjoint(s),
     "has(self.basic) != has(self.gang)": lambda s, o: _has(s, "basic") != _has(s, "gang"),
     "has(self.single) != has(self.all)": lambda s, o: _has(s, "single") != _has(s, "all"),
+    # v2.4.0: ReplicatedJob names in runtimes are at most 20 characters (#4394).
+    "size(self.name) <= 20": lambda s, o: len(s.get("name") or "") <= 20,
+    # v2.4.0 (KEP-3015): with replicatedJobs and no level-1 field, every ReplicatedJob is targeted exactly once.
+    _EVERY_RJOB_TARGETED: lambda s, o: not _mistargeted(s),
+}
+
+# messageExpression text → function of self returning the message.
+CEL_MESSAGES: dict[str, Callable[[Any], str]] = {
+    "'ReplicatedJob name ' + self.name + ' is ' + string(size(self.name)) + ' characters; ReplicatedJob names in "
+    "runtimes must be at most 20 characters'":
+        lambda s: f"ReplicatedJob name {s['name']} is {len(s['name'])} characters; ReplicatedJob names in runtimes "
+                  f"must be at most 20 characters",
+    "'when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime template must be "
+    "targeted by exactly one entry; not targeted exactly once: ' + self.template.spec.replicatedJobs.filter(rj, "
+    "self.scheduling.replicatedJobs.filter(e, rj.name in e.targetReplicatedJobs).size() != 1).map(rj, rj.name)"
+    ".join(', ')":
+        lambda s: "when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime "
+                  "template must be targeted by exactly one entry; not targeted exactly once: "
+                  + ", ".join(_mistargeted(s)),
 }
 
 unknown_rules: set[str] = set()
@@ -82,6 +122,7 @@ def _normalize_rule(rule: str) -> str:
 
 
 _RULES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_RULES.items()}
+_MESSAGES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_MESSAGES.items()}
 
 
 def _fmt(value: Any) -> str:
@@ -93,9 +134,14 @@ def _fmt(value: Any) -> str:
     return json.dumps(value)
 
 
+def _whole(value: Any) -> bool:
+    """Returns whether value is a JSON float with an integral value (`8.0`), which the apiserver treats as integer."""
+    return isinstance(value, float) and value.is_integer()
+
+
 def _type_ok(schema: dict[str, Any], value: Any) -> bool:
     if schema.get("x-kubernetes-int-or-string"):
-        return isinstance(value, int | str) and not isinstance(value, bool)
+        return (isinstance(value, int | str) and not isinstance(value, bool)) or _whole(value)
     typ = schema.get("type")
     if typ is None:
         return True
@@ -103,15 +149,45 @@ def _type_ok(schema: dict[str, Any], value: Any) -> bool:
         "object": lambda v: isinstance(v, dict),
         "array": lambda v: isinstance(v, list),
         "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or _whole(v),
         "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
         "boolean": lambda v: isinstance(v, bool),
     }.get(typ, lambda v: True)(value)
 
 
+def _expected_type(schema: dict[str, Any]) -> str:
+    return "integer,string" if schema.get("x-kubernetes-int-or-string") else str(schema.get("type"))
+
+
 def _type_name(value: Any) -> str:
+    if _whole(value):
+        return "integer"
     return {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}.get(
         type(value), "null")
+
+
+_MAX_EXACT_FLOAT = 1e21  # Go prints larger float64 values with an exponent, so they stay floats
+
+
+def normalize_numbers(obj: Any) -> Any:
+    """Returns obj with whole-number floats (`8.0`, `1e3`) turned into ints, in place for dicts and lists.
+
+    kube-apiserver decodes JSON numbers of custom resources into int64 when they are integral and stores them that
+    way, so a client that sends `8.0` reads back `8`.
+    """
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if _whole(value) and abs(value) < _MAX_EXACT_FLOAT:
+                obj[key] = int(value)
+            else:
+                normalize_numbers(value)
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            if _whole(value) and abs(value) < _MAX_EXACT_FLOAT:
+                obj[i] = int(value)
+            else:
+                normalize_numbers(value)
+    return obj
 
 
 # -- pruning and defaulting ------------------------------------------------------------------------------------
@@ -197,15 +273,16 @@ def _join(path: str, name: str) -> str:
 def _validate(schema: dict[str, Any], value: Any, old: Any, path: str, causes: list[Cause], root: bool = False,
               skip_status: bool = False) -> None:
     if not _type_ok(schema, value):
+        found = _type_name(value)
         causes.append(_cause("FieldValueTypeInvalid", path,
-                             f"Invalid value: \"{_type_name(value)}\": {path or '<root>'} in body must be of type "
-                             f"{schema.get('type')}: {_fmt(value)}"))
+                             f"Invalid value: \"{found}\": {path or '<root>'} in body must be of type "
+                             f"{_expected_type(schema)}: \"{found}\""))
         return
-    before = len(causes)
     if "enum" in schema and value not in schema["enum"]:
-        supported = ", ".join(json.dumps(v) for v in schema["enum"])
+        supported = ", ".join(_quoted(v) for v in schema["enum"])
         causes.append(_cause("FieldValueNotSupported", path,
                              f"Unsupported value: {_fmt(value)}: supported values: {supported}"))
+    _validate_combinators(schema, value, path, causes)
     if isinstance(value, bool):
         pass
     elif isinstance(value, int | float):
@@ -216,8 +293,52 @@ def _validate(schema: dict[str, Any], value: Any, old: Any, path: str, causes: l
         _validate_list(schema, value, old, path, causes)
     elif isinstance(value, dict):
         _validate_object(schema, value, old, path, causes, root, skip_status)
-    if len(causes) == before:
-        _validate_rules(schema, value, old, path, causes)
+    # CEL rules run beside the structural checks, as the apiserver's CEL validator does.
+    _validate_rules(schema, value, old, path, causes)
+
+
+def _quoted(value: Any) -> str:
+    return json.dumps(value if isinstance(value, str) else json.dumps(value))
+
+
+def _validate_combinators(schema: dict[str, Any], value: Any, path: str, causes: list[Cause]) -> None:
+    """Checks anyOf/allOf/oneOf/not, which structural schemas allow for value validation (never for types, except
+    the `anyOf: [{type: integer}, {type: string}]` of int-or-string fields, which the type check covers)."""
+    where = json.dumps(path or "<root>")
+
+    def failures(sub: dict[str, Any]) -> list[Cause]:
+        out: list[Cause] = []
+        _validate(sub, value, _MISSING, path, out)
+        return out
+
+    if schema.get("x-kubernetes-int-or-string") and _int_or_string_any_of(schema.get("anyOf")):
+        pass
+    elif isinstance(schema.get("anyOf"), list) and schema["anyOf"]:
+        results = [failures(sub) for sub in schema["anyOf"]]
+        if all(results):
+            causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "": {where} must validate at least one '
+                                                            f"schema (anyOf)"))
+            causes.extend(results[0])
+    if isinstance(schema.get("oneOf"), list) and schema["oneOf"]:
+        passing = sum(1 for sub in schema["oneOf"] if not failures(sub))
+        if passing != 1:
+            causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "": {where} must validate one and only '
+                                                            f"one schema (oneOf). Found {passing} valid alternatives"))
+    for sub in schema.get("allOf") or ():
+        found = failures(sub)
+        if found:
+            causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "": {where} must validate all the '
+                                                            f"schemas (allOf)"))
+            causes.extend(found)
+            break
+    if isinstance(schema.get("not"), dict) and not failures(schema["not"]):
+        causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "": {where} must not validate the schema '
+                                                        f"(not)"))
+
+
+def _int_or_string_any_of(alternatives: Any) -> bool:
+    return (isinstance(alternatives, list)
+            and sorted(str(a.get("type")) for a in alternatives if isinstance(a, dict)) == ["integer", "string"])
 
 
 def _validate_number(schema: dict[str, Any], value: float, path: str, causes: list[Cause]) -> None:
@@ -338,6 +459,8 @@ def _validate_rules(schema: dict[str, Any], value: Any, old: Any, path: str, cau
             field = path
             if rule.get("fieldPath"):
                 field = path + rule["fieldPath"] if rule["fieldPath"].startswith(".") else rule["fieldPath"]
-            message = rule.get("message") or f"failed rule: {text}"
+            expression = _MESSAGES_NORMALIZED.get(_normalize_rule(rule.get("messageExpression") or ""))
+            message = (expression(value) if expression is not None else None) or rule.get("message") \
+                or f"failed rule: {text}"
             causes.append(_cause(rule.get("reason", "FieldValueInvalid"), field or "<root>",
-                                 f"Invalid value: {_fmt(value)}: {message}"))
+                                 f"Invalid value: \"{_type_name(value)}\": {message}"))

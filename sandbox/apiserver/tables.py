@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sandbox.resources import ResourceType
+from sandbox.apiserver.resources import ResourceType
 
 _NAME = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.",
          "priority": 0}

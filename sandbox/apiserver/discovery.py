@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from sandbox.resources import ALL_VERBS, ResourceType
+from sandbox.apiserver.resources import ALL_VERBS, ResourceType
 
 # Subresources per storage key: name -> verbs.
 _SUBRESOURCES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
