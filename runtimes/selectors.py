@@ -9,6 +9,7 @@ from django.db.models import F, Q, QuerySet
 from runtimes.choices import POLICY_ORDERINGS, SyncState
 from runtimes.domain import status
 from runtimes.domain.diff import Change, structural_diff, unified_diff
+from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.status import LIVE_STATES
 from runtimes.errors import PolicyNotFound, RevisionNotFound
 from runtimes.models import PolicyRevision, RuntimePolicy
@@ -62,7 +63,13 @@ def _sync_status_filter(code: str) -> Q:
 
 
 def policy_get(*, name: str) -> RuntimePolicy:
-    """Return the policy named `name` with creator and last editor joined. Raises PolicyNotFound."""
+    """Return the policy named `name` with creator and last editor joined. Raises PolicyNotFound.
+
+    A name no policy can have (not a DNS-1123 subdomain: a NUL, a "/", 300 characters) is not looked up;
+    PostgreSQL refuses a NUL in a query outright.
+    """
+    if not is_dns1123_subdomain(name):
+        raise PolicyNotFound(name)
     try:
         return RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
     except RuntimePolicy.DoesNotExist:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
 from runtimes.domain.diff import semantically_equal, structural_diff
+from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import MAX_DEPTH, ManifestError, load_runtimes, strip_server_fields
 from runtimes.domain.patch import merge_patch
 from runtimes.domain.policy import ValidationOptions, ValidationReport, scheduling_summary, validate_runtime
@@ -206,7 +207,7 @@ def policy_delete(*, name: str, expected_version: int | None = None, actor: Any)
     with transaction.atomic():
         # The row is locked before its revisions are collected: an import or edit holding it finishes first, so a
         # revision it adds is deleted with the policy instead of pointing at a deleted row (an IntegrityError).
-        policy = RuntimePolicy.objects.select_for_update().filter(name=name).first()
+        policy = _get_policy_for_update(name)
         if policy is None:
             raise PolicyNotFound(name)
         if expected_version is not None and policy.version != expected_version:
@@ -308,7 +309,15 @@ def policies_import(
 # --------------------------------------------------------------------------------------------------- helpers
 
 
+def _get_policy_for_update(name: str) -> RuntimePolicy | None:
+    if not is_dns1123_subdomain(name):
+        return None
+    return RuntimePolicy.objects.select_for_update().filter(name=name).first()
+
+
 def _get_policy(name: str) -> RuntimePolicy:
+    if not is_dns1123_subdomain(name):  # no policy has it, and PostgreSQL refuses a NUL in a query
+        raise PolicyNotFound(name)
     try:
         return RuntimePolicy.objects.get(name=name)
     except RuntimePolicy.DoesNotExist:

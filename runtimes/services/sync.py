@@ -41,6 +41,7 @@ from runtimes.domain.drift import (
     live_yaml,
 )
 from runtimes.domain.expansion import ExpansionError, expand
+from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import KIND
 from runtimes.errors import PolicyError, SyncRefused, UnknownPolicies
 from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
@@ -162,7 +163,9 @@ def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) 
     with transaction.atomic():
         queryset = RuntimePolicy.objects.all()
         if names is not None:
-            found = set(queryset.filter(name__in=names).values_list("name", flat=True))
+            # Names no policy can have are unknown without asking the database (PostgreSQL refuses NUL in a query).
+            possible = [name for name in names if is_dns1123_subdomain(name)]
+            found = set(queryset.filter(name__in=possible).values_list("name", flat=True))
             unknown = sorted(set(names) - found)
             if unknown:
                 raise UnknownPolicies(unknown)
