@@ -1,4 +1,4 @@
-"""Take README screenshots of the policy list and the editor from a running portal.
+"""Take README screenshots of the policy list, the editor and the TrainJobs list from a running portal.
 
 Usage: python scripts/screenshots.py [--base-url http://127.0.0.1:8000] [--user alice --password …] [--out docs/img]
 Needs Debian chromium at /usr/bin/chromium (Playwright's own browser download does not work offline).
@@ -45,6 +45,14 @@ def take(page, base_url: str, out: Path, *, policy: str | None = None) -> list[P
     return shots
 
 
+def take_jobs(page, base_url: str, out: Path) -> list[Path]:
+    """Save jobs.png (the TrainJobs list) from a logged-in page; return the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    page.goto(f"{base_url}/jobs/")
+    page.screenshot(path=str(out / "jobs.png"), full_page=True)
+    return [out / "jobs.png"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
@@ -52,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--password", default="alice-password-1")
     parser.add_argument("--policy", default=None, help="policy whose editor and detail page to capture")
     parser.add_argument("--out", default="docs/img")
+    parser.add_argument("--jobs", action="store_true", help="also capture the TrainJobs list (jobs.png)")
     parser.add_argument("--dark", action="store_true", help="emulate a dark colour scheme")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
@@ -70,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         page.click("button[type=submit]")
         for path in take(page, args.base_url.rstrip("/"), Path(args.out), policy=args.policy):
             print(path)
+        if args.jobs:
+            for path in take_jobs(page, args.base_url.rstrip("/"), Path(args.out)):
+                print(path)
         browser.close()
     return 0
 

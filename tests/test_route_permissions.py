@@ -40,7 +40,10 @@ ROUTES = _routes()
 def test_the_sweep_covers_the_portals_pages_and_api():
     assert len(ROUTES) > 40
     for expected in ("runtimes/", "runtimes/some-name/edit/", "preview/", "cluster/", "api/v1/runtimes/",
-                     "api/v1/runtimes/some-name/sync/", "api/v1/preview/", "api/schema/"):
+                     "api/v1/runtimes/some-name/sync/", "api/v1/preview/", "api/schema/",
+                     "api/v1/trainjobs/", "api/v1/trainjobs/summary/", "api/v1/trainjobs/some-name/some-name/",
+                     "jobs/", "jobs/live/", "jobs/overview/", "jobs/grants/", "jobs/grants/1/delete/",
+                     "jobs/runtimes/some-name/jobs/", "jobs/some-name/some-name/", "jobs/some-name/some-name/live/"):
         assert expected in ROUTES
 
 

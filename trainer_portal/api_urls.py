@@ -9,4 +9,5 @@ urlpatterns = [
     path("auth/token/", ObtainTokenApi.as_view(), name="api-auth-token"),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
     path("", include("runtimes.api.urls")),
+    path("", include("jobs.api.urls")),
 ]

@@ -2,6 +2,7 @@
 
 * ``platform-admin`` may author, import, roll back, sync and delete policies.
 * ``viewer`` may read everything the portal shows and run previews.
+* ``data-scientist`` sees only the TrainJobs of namespaces granted to one of its groups (``jobs.NamespaceGrant``).
 Superusers may do everything. A user in neither group (and not a superuser) sees nothing.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 PLATFORM_ADMIN = "platform-admin"
 VIEWER = "viewer"
+DATA_SCIENTIST = "data-scientist"
 ALL_ROLES = (PLATFORM_ADMIN, VIEWER)
 
 
@@ -30,14 +32,29 @@ def is_viewer(user) -> bool:
     return _in_group(user, PLATFORM_ADMIN) or _in_group(user, VIEWER)
 
 
+def is_data_scientist(user) -> bool:
+    """Return True when ``user`` is an active member of ``data-scientist`` (TrainJobs of granted namespaces)."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return _in_group(user, DATA_SCIENTIST)
+
+
+def can_see_trainjobs(user) -> bool:
+    """Return True when ``user`` may open TrainJob pages at all (any portal role or data scientist)."""
+    return is_viewer(user) or is_data_scientist(user)
+
+
 def role_name(user) -> str:
-    """Return a human label for the strongest role of ``user`` ("superuser", "platform admin", "viewer", "none")."""
+    """Return a human label for the strongest role of ``user`` ("superuser", "platform admin", "viewer",
+    "data scientist", "none")."""
     if getattr(user, "is_superuser", False):
         return "superuser"
     if is_platform_admin(user):
         return "platform admin"
     if is_viewer(user):
         return "viewer"
+    if is_data_scientist(user):
+        return "data scientist"
     return "none"
 
 

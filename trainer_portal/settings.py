@@ -175,6 +175,11 @@ SPECTACULAR_SETTINGS = {
     # The schema holds no data, but every page checks who is asking: any portal role may read it.
     "SERVE_PERMISSIONS": ["trainer_portal.permissions.IsViewer"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two fields are named "state" (policy sync state, TrainJob admission state): name both enums explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "StateEnum": "runtimes.choices.SyncState",
+        "AdmissionStateEnum": "jobs.choices.AdmissionState",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------------------------------
@@ -222,6 +227,9 @@ CLUSTER_WATCH_LEASE_NAME = os.environ.get("TRAINER_PORTAL_LEASE_NAME", "trainer-
 # composite PodGroups (TrainJobCompositePodGroup) let level 1 and level 2 combine; v2.4 caps level-3 replicas at 1.
 SCHEDULING_COMPOSITE_ENABLED = env_bool("TRAINER_PORTAL_COMPOSITE_ENABLED", False)
 SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_REPLICAS", "1"))
+
+# TrainJob tracking: finished and deleted TrainJobs are kept this many days, then pruned by the tracker.
+JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30"))
 
 # --- Production hardening ----------------------------------------------------------------------------
 if not EMBEDDED:

@@ -17,6 +17,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The policy app: /runtimes/…, /preview/… and the per-policy sync actions under /cluster/….
     path("", include("runtimes.urls")),
+    path("jobs/", include("jobs.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

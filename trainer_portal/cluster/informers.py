@@ -36,8 +36,8 @@ QUEUE_SIZE = 50_000
 class Handler(Protocol):
     """What the hub feeds. Calls come from the hub's one dispatch thread, never concurrently.
 
-    Optional extras the hub calls when present: ``attached(*, server: str)`` once before the first event, and
-    ``close()`` once on the way out (after the last flush).
+    Optional extras the hub calls when present: ``attached(*, server: str)`` once before the first event,
+    ``watch_state(watched, unserved)`` before every flush, and ``close()`` once on the way out (after the last flush).
     """
 
     name: str
@@ -267,6 +267,8 @@ class InformerHub:
         for handler in self.handlers:
             if handler.needs_leader and not leader:
                 continue
+            # Optional hook: which kinds are watched (with their WatchStats) and which are not served.
+            self._call(handler, "watch_state", {k: w.stats for k, w in self.watchers.items()}, dict(self.unserved))
             self._call(handler, "flush", leader=leader)
 
     def _call(self, handler: Handler, method: str, *args: Any, **kwargs: Any) -> None:

@@ -110,4 +110,13 @@ WORKER_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
     ("watch", POD),
     ("list", WORKLOAD),
     ("list", PODGROUP),
+    # TrainJob admission tracking (cluster_watch): every object around a TrainJob, and their Events.
+    ("watch", WORKLOAD),
+    ("watch", PODGROUP),
+    ("list", EVENT),
+    ("watch", EVENT),
+    ("list", JOBSET),
+    ("watch", JOBSET),
+    ("list", KUEUE_WORKLOAD),
+    ("watch", KUEUE_WORKLOAD),
 )

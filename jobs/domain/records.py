@@ -1,0 +1,107 @@
+"""What the tracker stores for one TrainJob: its facts, admission and tree, flattened into plain JSON-able values.
+
+Pure: built from an ``ownership.JobTree`` and its ``admission.Admission``; the service layer compares two records'
+``comparable()`` forms to decide whether a row must be written at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from . import signals as sig
+from .admission import Admission, admission_of_tree
+from .ownership import JobTree, event_involved
+
+MAX_PODS_STORED = 2_000  # a detail page shows at most this many pods; the counts cover the rest
+
+
+@dataclass
+class JobRecord:
+    """The tracked state of one TrainJob, ready to be written. ``observed_version`` is the newest resourceVersion
+    among the objects the state was computed from (the comparison key against older events)."""
+
+    uid: str
+    namespace: str
+    name: str
+    runtime_kind: str
+    runtime_name: str
+    num_nodes: int
+    gpus_per_node: int
+    resources_per_node: dict
+    level: str
+    queue_name: str
+    creator: str
+    priority_class: str
+    state: str
+    reason: str
+    message: str
+    since: dt.datetime | None
+    submitted_at: dt.datetime | None
+    pod_groups: list[dict] = field(default_factory=list)
+    workload: dict = field(default_factory=dict)
+    pods: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    kueue: dict = field(default_factory=dict)
+    observed_version: str = ""
+
+    # Columns compared to decide whether anything changed (``since`` is not: it is derived on transitions).
+    COMPARED = ("namespace", "name", "runtime_kind", "runtime_name", "num_nodes", "gpus_per_node",
+                "resources_per_node", "level", "queue_name", "creator", "priority_class", "state", "reason",
+                "message", "pod_groups", "workload", "pods", "events", "kueue")
+
+    def comparable(self) -> tuple:
+        """Return the values of ``COMPARED`` (what a no-op event leaves unchanged)."""
+        return tuple(getattr(self, name) for name in self.COMPARED)
+
+    def digest(self) -> str:
+        """Return a 32-hex-digit hash of ``comparable()``: equal digests mean the row would show the same."""
+        raw = json.dumps(self.comparable(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+def _event_view(event: dict) -> dict:
+    involved = event_involved(event)
+    return {"type": sig.as_str(event.get("type")), "reason": sig.as_str(event.get("reason")),
+            "message": sig.as_str(event.get("message") or event.get("note"))[:1000],
+            "count": sig.as_int(event.get("count"), 1),
+            "lastTimestamp": sig.as_str(event.get("lastTimestamp") or event.get("eventTime")),
+            "involvedObject": {"kind": sig.as_str(involved.get("kind")), "name": sig.as_str(involved.get("name"))}}
+
+
+def _newest_version(objects: list[dict]) -> str:
+    numeric = [int(v) for v in map(sig.resource_version_of, objects) if v.isdigit()]
+    if numeric:
+        return str(max(numeric))
+    return next((v for v in map(sig.resource_version_of, objects) if v), "")
+
+
+def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
+    """Return the record of ``tree`` (computing its admission when not given)."""
+    admission = admission or admission_of_tree(tree)
+    facts = sig.trainjob_facts(tree.trainjob)
+    workload = tree.workloads[0] if tree.workloads else None
+    workload_view = {"name": sig.name_of(workload), "apiVersion": sig.as_str(workload.get("apiVersion")),
+                     "templates": sig.workload_templates(workload)} if workload else {}
+    pods = [{"name": sig.name_of(pod), "phase": sig.pod_phase(pod), "node": sig.pod_node(pod),
+             "podGroup": sig.pod_group_name_of(pod), "zone": "", "block": "", "rack": ""}
+            for pod in tree.pods[:MAX_PODS_STORED]]
+    kueue = {}
+    if tree.kueue_workloads:
+        kq = tree.kueue_workloads[0]
+        kueue = {"name": sig.name_of(kq), "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in sig.conditions_of(kq).values()]}
+    observed = _newest_version([tree.trainjob, *tree.workloads, *tree.pod_groups, *tree.pods,
+                                *tree.kueue_workloads])
+    return JobRecord(
+        uid=facts.uid, namespace=facts.namespace, name=facts.name, runtime_kind=facts.runtime_kind,
+        runtime_name=facts.runtime_name, num_nodes=facts.num_nodes, gpus_per_node=facts.gpus_per_node,
+        resources_per_node=dict(facts.resources_per_node), level=admission.level, queue_name=facts.queue_name,
+        creator=facts.creator, priority_class=facts.priority_class, state=admission.state,
+        reason=admission.reason[:64], message=admission.message[:4000], since=admission.since,
+        submitted_at=facts.submitted_at, pod_groups=[g.to_dict() for g in admission.pod_groups],
+        workload=workload_view, pods=pods, events=[_event_view(e) for e in tree.events], kueue=kueue,
+        observed_version=observed)

@@ -1,0 +1,33 @@
+"""State and level codes (plain strings) so the pure domain and the Django choices share one spelling."""
+
+from __future__ import annotations
+
+QUEUED = "queued"
+QUOTA_RESERVED = "quota-reserved"
+WAITING_FOR_OBJECTS = "waiting-for-objects"
+GANG_PENDING = "gang-pending"
+UNSCHEDULABLE = "unschedulable"
+ADMITTED = "admitted"
+RUNNING = "running"
+PREEMPTED = "preempted"
+SUSPENDED = "suspended"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+UNKNOWN = "unknown"
+
+ALL_STATES = (QUEUED, QUOTA_RESERVED, WAITING_FOR_OBJECTS, GANG_PENDING, UNSCHEDULABLE, ADMITTED, RUNNING,
+              PREEMPTED, SUSPENDED, SUCCEEDED, FAILED, UNKNOWN)
+# States a job never leaves on its own: retention prunes them, "time to admission" ignores them.
+FINISHED_STATES = frozenset({SUCCEEDED, FAILED})
+# States in which the gang holds (or held, on its way to running) its capacity.
+ADMITTED_STATES = frozenset({ADMITTED, RUNNING})
+# States in which a job waits for admission: what "longest waiting" and "why it waits" are about.
+WAITING_STATES = frozenset({QUEUED, QUOTA_RESERVED, WAITING_FOR_OBJECTS, GANG_PENDING, UNSCHEDULABLE, PREEMPTED})
+
+LEVEL_TRAINJOB = "trainjob"
+LEVEL_REPLICATEDJOB = "replicatedjob"
+LEVEL_JOB = "job"
+LEVEL_LEGACY = "legacy"
+LEVEL_NONE = "none"
+LEVEL_UNKNOWN = "unknown"
+ALL_LEVELS = (LEVEL_TRAINJOB, LEVEL_REPLICATEDJOB, LEVEL_JOB, LEVEL_LEGACY, LEVEL_NONE, LEVEL_UNKNOWN)

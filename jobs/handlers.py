@@ -1,0 +1,273 @@
+"""The admission tracker: a cluster-watch handler that keeps an ownership index of the objects around TrainJobs
+and, on every flush, recomputes only the jobs a change touched and writes what changed.
+
+It runs in the ``cluster_watch`` process, inside the informer hub (one list+watch per kind per process, shared
+with the topology snapshot), and writes only while this process holds the Lease (``needs_leader``). The hub
+calls every method from its one dispatch thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+
+from django.db import DatabaseError
+from django.utils import timezone
+
+from trainer_portal.kube import resources as kinds
+
+from . import services
+from .domain import ownership
+from .domain.records import job_record
+from .domain.signals import compare_resource_versions, resource_version_of, uid_of
+
+logger = logging.getLogger(__name__)
+
+KIND_NAMES = {
+    kinds.TRAINJOB: ownership.TRAINJOB,
+    kinds.WORKLOAD: ownership.WORKLOAD,
+    kinds.PODGROUP: ownership.PODGROUP,
+    kinds.POD: ownership.POD,
+    kinds.JOBSET: ownership.JOBSET,
+    kinds.KUEUE_WORKLOAD: ownership.KUEUE_WORKLOAD,
+    kinds.EVENT: ownership.EVENT,
+}
+# Event kinds worth keeping: what a job's detail page shows (kube-scheduler's FailedScheduling / Scheduled, …).
+EVENT_OBJECT_KINDS = frozenset({"TrainJob", "Workload", "PodGroup", "Pod", "JobSet"})
+HEARTBEAT_SECONDS = 2.0
+PRUNE_SECONDS = 600.0
+# Without word from the hub about which kinds the cluster serves, start writing this long after the TrainJob list
+# even if some kinds never listed (JobSet / Kueue not installed).
+SYNC_GRACE_SECONDS = 10.0
+
+
+def _newer(a: str, b: str) -> str:
+    """Return the newer of two resourceVersions (numeric when both are; otherwise ``a`` when set)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    order = compare_resource_versions(a, b)
+    if order is None:
+        return a
+    return a if order >= 0 else b
+
+
+class AdmissionHandler:
+    """Informer-hub handler tracking every TrainJob's admission state into ``jobs.models``."""
+
+    name = "jobs.admission"
+    kinds = tuple(KIND_NAMES)
+    needs_leader = True
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, identity: str | None = None) -> None:
+        self.clock = clock
+        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
+        self.index = ownership.OwnershipIndex()
+        self.dirty: set[str] = set()
+        self.deleted: set[str] = set()
+        self.known_jobs: set[str] = set()
+        self.observed: dict[str, str] = {}
+        self.listed: set[str] = set()
+        self.served: set[str] | None = None  # kinds the hub watches, when it tells us
+        self.trainjobs_listed_at: float | None = None
+        self.reconcile_listed = False
+        self.full = True
+        self.leader_since: dt.datetime | None = None
+        self.last_event_at: dt.datetime | None = None
+        self.last_error = ""
+        self.watch_error = ""
+        self.synced = False
+        self.writes = 0
+        self.transitions = 0
+        self.unchanged = 0
+        self.stale = 0
+        self.flushes = 0
+        self.events = 0
+        self._last_heartbeat = float("-inf")
+        self._last_prune = float("-inf")
+        self._watch_marks: dict[object, tuple[int, tuple[int, ...], str]] = {}
+
+    # -- hub interface ------------------------------------------------------------------------------------------
+
+    def relisted(self, kind, items: list[dict], resource_version: str) -> None:
+        """Replace every known object of ``kind`` by ``items`` and mark the jobs that changed dirty."""
+        name = KIND_NAMES[kind]
+        if name == ownership.EVENT:
+            items = [e for e in items if self._wanted_event(e)]
+        affected = self.index.replace(name, items)
+        self._touch(affected, resource_version)
+        self.listed.add(name)
+        if name == ownership.TRAINJOB:
+            self.known_jobs.update(self.index.trainjob_uids())
+            self.reconcile_listed = True
+            if self.trainjobs_listed_at is None:
+                self.trainjobs_listed_at = self.clock()
+        self.last_event_at = timezone.now()
+
+    def changed(self, kind, event_type: str, obj: dict) -> None:
+        """Apply one watch event to the index and mark the jobs it touches dirty."""
+        name = KIND_NAMES[kind]
+        if name == ownership.EVENT and not self._wanted_event(obj):
+            return
+        self.events += 1
+        if event_type == "DELETED":
+            affected = self.index.delete(name, obj)
+            if name == ownership.TRAINJOB and uid_of(obj):
+                if self.full:  # the pending full reconcile marks it gone (it is not in the index any more)
+                    self.known_jobs.discard(uid_of(obj))
+                    self.observed.pop(uid_of(obj), None)
+                else:
+                    self.deleted.add(uid_of(obj))
+        else:
+            affected = self.index.upsert(name, obj)
+            if name == ownership.TRAINJOB and uid_of(obj):
+                self.known_jobs.add(uid_of(obj))
+                self.deleted.discard(uid_of(obj))
+        self._touch(affected, resource_version_of(obj))
+        self.last_event_at = timezone.now()
+
+    def leadership_gained(self) -> None:
+        """Become the writer: the next flush reconciles every known job with the database."""
+        self.full = True
+        self.leader_since = timezone.now()
+
+    def watch_state(self, watched: dict, unserved: dict) -> None:
+        """Optional hub hook: the watched kinds (``{kind: WatchStats}``) and the unserved ones.
+
+        Tells when the first sync is complete (every watched kind listed) and whether the cluster is reachable: a
+        kind whose error count grew while it made no progress (no event, list, bookmark or clean stream end) is
+        failing; any progress clears it.
+        """
+        self.served = {KIND_NAMES[k] for k in watched if k in KIND_NAMES}
+        failing = ""
+        for kind, stats in watched.items():
+            errors = getattr(stats, "errors", 0)
+            # A stream that ended normally counts a reconnect without an error: that is progress too.
+            progress = (getattr(stats, "events", 0), getattr(stats, "relists", 0), getattr(stats, "bookmarks", 0),
+                        getattr(stats, "reconnects", 0) - errors)
+            before_errors, before_progress, error = self._watch_marks.get(kind, (0, progress, ""))
+            if progress != before_progress:
+                error = ""
+            elif errors > before_errors:
+                error = getattr(stats, "last_error", "") or "watch failing"
+            self._watch_marks[kind] = (errors, progress, error)
+            failing = failing or error
+        self.watch_error = failing
+
+    def flush(self, *, leader: bool) -> None:
+        """Write the dirty jobs (only as leader, and only once the first list of every served kind arrived)."""
+        if not leader:
+            return
+        if self.leader_since is None:
+            self.leader_since = timezone.now()
+        now = self.clock()
+        self.synced = self._is_synced(now)
+        if self.synced:
+            try:
+                self._write()
+                self.last_error = ""
+            except DatabaseError as error:
+                # Keep everything dirty: the next flush retries.
+                self.last_error = f"database: {error}"
+                logger.warning("admission tracker could not write: %s", error)
+        if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
+            self._heartbeat(now)
+        if self.synced and now - self._last_prune >= PRUNE_SECONDS:
+            self._last_prune = now
+            try:
+                services.prune_finished()
+            except DatabaseError as error:
+                logger.warning("admission tracker could not prune: %s", error)
+
+    def status(self) -> dict:
+        """Return counters for the cluster page and tests."""
+        return {"tracked": self.index.count(ownership.TRAINJOB), "dirty": len(self.dirty), "synced": self.synced,
+                "writes": self.writes, "transitions": self.transitions, "unchanged": self.unchanged,
+                "stale": self.stale, "flushes": self.flushes, "events": self.events, "listed": sorted(self.listed),
+                "objects": {kind: self.index.count(kind) for kind in ownership.KINDS}, "lastError": self.last_error}
+
+    def close(self) -> None:
+        """Last words on the way out: nothing to release (the hub flushed already)."""
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _wanted_event(event: dict) -> bool:
+        involved = ownership.event_involved(event)
+        return involved.get("kind") in EVENT_OBJECT_KINDS and bool(involved.get("uid"))
+
+    def _touch(self, affected: set[str], resource_version: str) -> None:
+        # While a full reconcile is pending (a standby, or before the first write) every job is recomputed
+        # anyway: only the versions are kept, so a standby's sets do not grow with every event.
+        track = not self.full
+        jobs = self.index.objects[ownership.TRAINJOB]
+        for uid in affected:
+            if track:
+                self.dirty.add(uid)
+            if resource_version and uid in jobs:
+                self.observed[uid] = _newer(resource_version, self.observed.get(uid, ""))
+
+    def _is_synced(self, now: float) -> bool:
+        if ownership.TRAINJOB not in self.listed:
+            return False
+        if self.served is not None:
+            return self.served <= self.listed
+        required = {ownership.TRAINJOB, ownership.WORKLOAD, ownership.PODGROUP, ownership.POD}
+        if required <= self.listed and set(KIND_NAMES.values()) <= self.listed:
+            return True
+        return self.trainjobs_listed_at is not None and now - self.trainjobs_listed_at >= SYNC_GRACE_SECONDS
+
+    def _write(self) -> None:
+        if self.full:
+            self.dirty.update(self.index.trainjob_uids())
+            self.reconcile_listed = True
+        dirty, deleted = self.dirty, self.deleted
+        records = []
+        for uid in dirty:
+            tree = self.index.tree(uid)
+            if tree is None:
+                if uid in self.known_jobs:
+                    deleted.add(uid)
+                continue
+            record = job_record(tree)
+            record.observed_version = _newer(self.observed.get(uid, ""), record.observed_version)
+            records.append(record)
+        result = services.apply_records(records)
+        gone = services.mark_gone(deleted) if deleted else 0
+        if self.reconcile_listed:
+            gone += services.reconcile_listed(self.index.trainjob_uids())
+        self.writes += result.writes + gone
+        self.transitions += result.transitions
+        self.unchanged += result.unchanged
+        self.stale += result.stale
+        self.flushes += 1
+        for uid in deleted:
+            self.known_jobs.discard(uid)
+            self.observed.pop(uid, None)
+        self.dirty, self.deleted = set(), set()
+        self.full = self.reconcile_listed = False
+
+    def _heartbeat(self, now: float) -> None:
+        self._last_heartbeat = now
+        error = self.watch_error or self.last_error
+        try:
+            services.tracker_heartbeat(holder=self.identity, connected=not self.watch_error, synced=self.synced,
+                                       tracked=self.index.count(ownership.TRAINJOB), writes=self.writes,
+                                       last_event_at=self.last_event_at, last_error=error,
+                                       leader_since=self.leader_since)
+        except DatabaseError as exc:
+            logger.warning("admission tracker could not record its heartbeat: %s", exc)
+
+
+def register_with_hub() -> None:
+    """Register the admission handler with the cluster informer hub, when this build has one."""
+    try:
+        from trainer_portal.cluster import informers
+    except ImportError:  # a build without the shared cluster watcher: nothing to register with
+        return
+    informers.register(AdmissionHandler)

@@ -1,0 +1,478 @@
+"""Reads over tracked TrainJobs, always through the asking user's namespace visibility.
+
+Every function takes ``user`` and filters by :func:`visible_namespaces`: platform admins, viewers and superusers see
+every namespace; data scientists see the namespaces granted to one of their groups; everyone else sees nothing.
+A job the user may not see is indistinguishable from a missing one (``TrainJobNotFound``).
+
+Query counts are constant: a list is one query for the visibility (grants) plus one for the page, whatever its size.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import hashlib
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db.models import Count, F, Max, Q, QuerySet
+from django.utils import timezone
+
+from trainer_portal import roles
+from trainer_portal.cluster import snapshots
+
+from .choices import AdmissionState, SchedulingLevel
+from .domain import explain, states
+from .errors import InvalidQuery, TrainJobNotFound
+from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+# The tracker writes its heartbeat every few seconds; this long without one and pages say "tracking stale".
+STALE_AFTER_SECONDS = 15.0
+
+# sort parameter → (model field, descending). The id (same direction) breaks ties, so the order is total and a
+# row never moves between two reads unless its own sort value changed.
+SORTS: dict[str, tuple[str, bool]] = {
+    "-submitted": ("submitted_at", True),
+    "submitted": ("submitted_at", False),
+    "name": ("name", False),
+    "-name": ("name", True),
+    "namespace": ("namespace", False),
+    "-namespace": ("namespace", True),
+    "since": ("since", False),
+    "-since": ("since", True),
+    "size": ("num_nodes", False),
+    "-size": ("num_nodes", True),
+    "state": ("state", False),
+    "-state": ("state", True),
+}
+DEFAULT_SORT = "-submitted"
+LIST_DEFERRED = ("pods", "events", "workload", "kueue", "resources_per_node")
+
+
+# -- visibility ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which namespaces a user may see: ``everything`` or exactly ``namespaces`` (possibly none)."""
+
+    everything: bool
+    namespaces: frozenset[str] = frozenset()
+
+    def allows(self, namespace: str) -> bool:
+        """Return True when a TrainJob in ``namespace`` is visible."""
+        return self.everything or namespace in self.namespaces
+
+    @property
+    def nothing(self) -> bool:
+        """Return True when the user sees no namespace at all."""
+        return not self.everything and not self.namespaces
+
+    def filter(self, queryset: QuerySet) -> QuerySet:
+        """Return ``queryset`` restricted to the visible namespaces."""
+        if self.everything:
+            return queryset
+        if not self.namespaces:
+            return queryset.none()
+        return queryset.filter(namespace__in=sorted(self.namespaces))
+
+    def fingerprint(self) -> str:
+        """Return a short stable string identifying this visibility (part of conditional-poll tokens)."""
+        if self.everything:
+            return "*"
+        return hashlib.blake2b(",".join(sorted(self.namespaces)).encode(), digest_size=6).hexdigest()
+
+
+def visible_namespaces(user) -> Visibility:
+    """Return the namespaces ``user`` may see TrainJobs in (cached on the user object for the request)."""
+    cached = getattr(user, "_jobs_visibility", None)
+    if cached is not None:
+        return cached
+    if roles.is_viewer(user):  # superusers, platform admins and viewers
+        visibility = Visibility(everything=True)
+    elif roles.is_data_scientist(user):
+        granted = NamespaceGrant.objects.filter(group__user=user).values_list("namespace", flat=True)
+        visibility = Visibility(everything=False, namespaces=frozenset(granted))
+    else:
+        visibility = Visibility(everything=False)
+    if getattr(user, "is_authenticated", False):
+        user._jobs_visibility = visibility
+    return visibility
+
+
+def namespace_grants() -> list[NamespaceGrant]:
+    """Return every grant (group → namespace), with its group, ordered by group name then namespace."""
+    return list(NamespaceGrant.objects.select_related("group").order_by("group__name", "namespace"))
+
+
+# -- list ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainJobPage:
+    """One page of a list: ``items`` in order, and the cursor of the next page (None on the last one)."""
+
+    items: list[TrainJob]
+    next_cursor: str | None
+    sort: str
+    limit: int
+
+
+def _parse_choices(value: str | Iterable[str] | None, valid: Iterable[str], field_name: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    values = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    values = [v for v in values if v]
+    allowed = list(valid)
+    for item in values:
+        if item not in allowed:
+            raise InvalidQuery(f"{field_name} must be one of {', '.join(allowed)} (comma-separated), not {item!r}",
+                               field=field_name)
+    return values
+
+
+def _encode_cursor(sort: str, value: object, row_id: int) -> str:
+    if isinstance(value, dt.datetime):
+        value = value.isoformat()
+    raw = json.dumps([sort, value, row_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, sort: str) -> tuple[object, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        cursor_sort, value, row_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if cursor_sort != sort or not isinstance(row_id, int):
+            raise ValueError
+        field_name = SORTS[sort][0]
+        if field_name in ("submitted_at", "since"):
+            value = dt.datetime.fromisoformat(value)
+        elif not isinstance(value, int if field_name == "num_nodes" else str):
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
+        raise InvalidQuery("cursor is not a cursor of this list (or of another sort order): start again without "
+                           "it, then follow the next link", field="cursor") from None
+    return value, row_id
+
+
+def trainjob_queryset(*, user, namespace: str | None = None, state: str | Iterable[str] | None = None,
+                      runtime: str | None = None, level: str | Iterable[str] | None = None,
+                      queue: str | None = None, search: str | None = None, include_gone: bool = False) -> QuerySet:
+    """Return the visible TrainJobs matching the filters (unordered). Raises InvalidQuery for unknown values."""
+    queryset = visible_namespaces(user).filter(TrainJob.objects.all())
+    if namespace:
+        queryset = queryset.filter(namespace=namespace)
+    states_wanted = _parse_choices(state, AdmissionState.values, "state")
+    if states_wanted:
+        queryset = queryset.filter(state__in=states_wanted)
+    levels_wanted = _parse_choices(level, SchedulingLevel.values, "level")
+    if levels_wanted:
+        queryset = queryset.filter(level__in=levels_wanted)
+    if runtime:
+        queryset = queryset.filter(runtime_name=runtime)
+    if queue:
+        queryset = queryset.filter(queue_name=queue)
+    if search:
+        term = search.strip()[:200]
+        queryset = queryset.filter(Q(name__icontains=term) | Q(namespace__icontains=term) |
+                                   Q(runtime_name__icontains=term) | Q(creator__icontains=term) |
+                                   Q(reason__icontains=term))
+    if not include_gone:
+        queryset = queryset.filter(gone_at__isnull=True)
+    return queryset
+
+
+def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[str] | None = None,
+                  runtime: str | None = None, level: str | Iterable[str] | None = None, queue: str | None = None,
+                  search: str | None = None, sort: str | None = None, cursor: str | None = None,
+                  limit: int | None = None, include_gone: bool = False) -> TrainJobPage:
+    """Return one page of visible TrainJobs in a stable order (keyset pagination: rows never shift pages).
+
+    ``state`` and ``level`` accept comma-separated values. Raises InvalidQuery naming the bad parameter (unknown
+    state/level/sort, a limit outside 1..500, a cursor from another list).
+    """
+    sort = sort or DEFAULT_SORT
+    if sort not in SORTS:
+        raise InvalidQuery(f"sort must be one of {', '.join(SORTS)}, not {sort!r}", field="sort")
+    if limit is None:
+        limit = DEFAULT_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidQuery(f"limit must be a whole number from 1 to {MAX_LIMIT}", field="limit")
+    queryset = trainjob_queryset(user=user, namespace=namespace, state=state, runtime=runtime, level=level,
+                                 queue=queue, search=search, include_gone=include_gone)
+    field_name, descending = SORTS[sort]
+    if cursor:
+        value, row_id = _decode_cursor(cursor, sort)
+        if descending:
+            queryset = queryset.filter(Q(**{f"{field_name}__lt": value}) | Q(**{field_name: value, "id__lt": row_id}))
+        else:
+            queryset = queryset.filter(Q(**{f"{field_name}__gt": value}) | Q(**{field_name: value, "id__gt": row_id}))
+    prefix = "-" if descending else ""
+    # The tree (pods, events, Workload) is for the detail view; a list row needs none of it.
+    rows = list(queryset.defer(*LIST_DEFERRED).order_by(f"{prefix}{field_name}", f"{prefix}id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        next_cursor = _encode_cursor(sort, getattr(last, field_name), last.id)
+    return TrainJobPage(rows, next_cursor, sort, limit)
+
+
+def trainjob_get(*, user, namespace: str, name: str) -> TrainJob:
+    """Return the visible TrainJob ``namespace/name`` (the live one, else the most recently gone one).
+
+    Raises TrainJobNotFound when there is none or the user may not see the namespace.
+    """
+    if not visible_namespaces(user).allows(namespace):
+        raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
+    # The live one first (no gone_at), then the most recently gone.
+    job = (TrainJob.objects.filter(namespace=namespace, name=name)
+           .order_by(F("gone_at").desc(nulls_first=True), "-submitted_at", "-id").first())
+    if job is None:
+        raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
+    return job
+
+
+@dataclass
+class TrainJobDetail:
+    """A TrainJob row with what its detail view adds: timeline, time to admission, explanation, tracking."""
+
+    job: TrainJob
+    timeline: list[TrainJobTransition]
+    time_to_admission_seconds: float | None
+    explanation: dict | None
+    tracking: TrackingStatus
+
+    def __getattr__(self, name: str):
+        # The row's own fields read straight through (serializers treat a detail like the row).
+        return getattr(self.job, name)
+
+
+def trainjob_detail(*, user, namespace: str, name: str) -> TrainJobDetail:
+    """Return the visible TrainJob with its timeline and explanation, its pods placed in zone/block/rack from the
+    live snapshot. Raises TrainJobNotFound."""
+    job = trainjob_get(user=user, namespace=namespace, name=name)
+    wait = (job.admitted_at - job.submitted_at).total_seconds() if job.admitted_at else None
+    live = snapshots.live_snapshot()
+    if live is not None and job.pods:
+        where = explain.pod_locations(live.snapshot, {pod.get("node") for pod in job.pods if pod.get("node")})
+        for pod in job.pods:
+            pod["zone"], pod["block"], pod["rack"] = where.get(pod.get("node"), ("", "", ""))
+    return TrainJobDetail(job, trainjob_timeline(job), max(wait, 0.0) if wait is not None else None,
+                          trainjob_explanation(job, user=user, live=live), tracking_status())
+
+
+MAX_OCCUPANTS = 5_000
+
+
+def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
+    """Return why ``job`` waits (the placement engine on the live snapshot for exactly this gang) as the API's
+    explanation dict; None when the job does not wait. Holders in namespaces ``user`` may not see are only counted
+    (``otherNodes``), never named."""
+    if job.state not in states.WAITING_STATES or job.gone_at is not None:
+        return None
+    live = live if live is not None else snapshots.live_snapshot()
+    if live is None:
+        return explain.unavailable("no live cluster snapshot yet: the cluster watcher has not saved one").to_dict()
+    visibility = visible_namespaces(user) if user is not None else Visibility(everything=False)
+    occupants = [
+        explain.Occupant(row.namespace, row.name, row.num_nodes, row.gpus_per_node,
+                         tuple(pod.get("node") for pod in row.pods if pod.get("node")), row.admitted_at, row.creator,
+                         visible=visibility.allows(row.namespace))
+        for row in TrainJob.objects.filter(state__in=sorted(states.ADMITTED_STATES), gone_at__isnull=True)
+        .only("namespace", "name", "num_nodes", "gpus_per_node", "pods", "admitted_at", "creator")
+        .order_by("-num_nodes", "id")[:MAX_OCCUPANTS]
+    ]
+    shape = explain.JobShape(job.namespace, job.name, job.num_nodes, job.resources_per_node or
+                             ({"nvidia.com/gpu": str(job.gpus_per_node)} if job.gpus_per_node else {}),
+                             job.pod_groups)
+    return explain.explain_wait(shape, live.snapshot, occupants=occupants,
+                                snapshot_age_seconds=round(live.age_seconds, 1)).to_dict()
+
+
+def trainjob_timeline(job: TrainJob) -> list[TrainJobTransition]:
+    """Return the job's state transitions, oldest first."""
+    return list(job.transitions.order_by("seq"))
+
+
+def trainjob_summary(*, user, namespace: str | None = None) -> dict[str, int]:
+    """Return {state: count} over the visible, not-gone TrainJobs (every state present, zeros included)."""
+    counts = dict.fromkeys(AdmissionState.values, 0)
+    queryset = trainjob_queryset(user=user, namespace=namespace)
+    for row in queryset.order_by().values("state").annotate(n=Count("id")):
+        counts[row["state"]] = row["n"]
+    return counts
+
+
+def trainjobs_for_runtime(*, user, runtime: str, limit: int = 100) -> list[TrainJob]:
+    """Return the visible, not-gone TrainJobs that use runtime ``runtime``, newest first (at most ``limit``)."""
+    return list(trainjob_queryset(user=user, runtime=runtime).defer(*LIST_DEFERRED)
+                .order_by("-submitted_at", "-id")[:limit])
+
+
+def longest_waiting(*, user, limit: int = 10) -> list[TrainJob]:
+    """Return the visible jobs waiting for admission longest (oldest ``since`` first)."""
+    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES)).defer(*LIST_DEFERRED)
+                .order_by("since", "id")[:limit])
+
+
+# -- live updates -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrackingStatus:
+    """Whether the tracked states are current: ``stale`` with ``since`` and ``why`` (for the banner)."""
+
+    stale: bool
+    since: dt.datetime | None
+    why: str
+    holder: str = ""
+    synced: bool = False
+    connected: bool = False
+    heartbeat_at: dt.datetime | None = None
+    last_event_at: dt.datetime | None = None
+    tracked: int = 0
+    pruned: int = 0
+    details: dict = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        """Return "tracking stale since 12:04 — cluster unreachable", or "tracking live" when current."""
+        if not self.stale:
+            return "tracking live"
+        if self.since is None:
+            return f"tracking stale — {self.why}"
+        return f"tracking stale since {timezone.localtime(self.since):%H:%M} — {self.why}"
+
+
+def tracking_status(*, now: dt.datetime | None = None) -> TrackingStatus:
+    """Return whether the tracker is current. Stale when no tracker ever ran, its heartbeat is older than
+    ``STALE_AFTER_SECONDS``, it lost the cluster, or its first full sync is not finished."""
+    now = now or timezone.now()
+    status = TrackerStatus.objects.filter(pk=TrackerStatus.SINGLETON_ID).first()
+    if status is None or status.heartbeat_at is None:
+        return TrackingStatus(True, None, "no tracker has run yet (start manage.py cluster_watch)")
+    common = {"holder": status.holder, "synced": status.synced, "connected": status.connected,
+              "heartbeat_at": status.heartbeat_at, "last_event_at": status.last_event_at, "tracked": status.tracked,
+              "pruned": status.pruned}
+    stale_after = getattr(settings, "TRAINER_PORTAL_TRACKING_STALE_SECONDS", STALE_AFTER_SECONDS)
+    if (now - status.heartbeat_at).total_seconds() > stale_after:
+        return TrackingStatus(True, status.heartbeat_at, "the tracker stopped reporting", **common)
+    if not status.connected:
+        why = "cluster unreachable" + (f" ({status.last_error})" if status.last_error else "")
+        return TrackingStatus(True, status.error_since or status.heartbeat_at, why, **common)
+    if not status.synced:
+        return TrackingStatus(True, status.leader_since or status.heartbeat_at, "first sync with the cluster in "
+                              "progress", **common)
+    return TrackingStatus(False, None, "", **common)
+
+
+def trainjob_change_token(*, user, namespace: str | None = None, extra: str = "",
+                          tracking: TrackingStatus | None = None) -> str:
+    """Return a short token that changes whenever anything the user could see changes (rows or tracker health).
+
+    Every write raises a row's ``change_seq`` (an index answers the MAX); rows removed by retention move the
+    tracker's ``pruned`` counter instead. Cheap enough to answer conditional polls (ETag / If-None-Match).
+    ``extra`` (e.g. the request's query string) is folded in so different views of the same rows get different
+    tokens.
+    """
+    visibility = visible_namespaces(user)
+    queryset = visibility.filter(TrainJob.objects.all())
+    if namespace:
+        queryset = queryset.filter(namespace=namespace)
+    newest = queryset.aggregate(seq=Max("change_seq"))["seq"] or 0
+    tracking = tracking or tracking_status()
+    raw = f"{newest}:{tracking.pruned}:{visibility.fingerprint()}:{tracking.stale}:{tracking.why}:{extra}"
+    return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+
+# -- statistics ---------------------------------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    """Return the nearest-rank percentile of sorted ``values`` (0 for an empty list)."""
+    if not values:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(values)))
+    return values[min(rank, len(values)) - 1]
+
+
+def admission_stats(*, user, hours: int = 24, now: dt.datetime | None = None) -> list[dict]:
+    """Return time-to-admission per (runtime, level) over jobs admitted in the last ``hours``, largest first:
+    ``[{runtime, level, jobs, p50Seconds, p95Seconds}]``. One query."""
+    now = now or timezone.now()
+    if not 1 <= int(hours) <= 24 * 90:
+        raise InvalidQuery("hours must be from 1 to 2160", field="hours")
+    start = now - dt.timedelta(hours=int(hours))
+    rows = (visible_namespaces(user).filter(TrainJob.objects.all())
+            .filter(admitted_at__gte=start, admitted_at__lte=now)
+            .values_list("runtime_name", "level", "submitted_at", "admitted_at"))
+    waits: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for runtime, level, submitted, admitted in rows:
+        waits[(runtime, level)].append(max(0.0, (admitted - submitted).total_seconds()))
+    result = []
+    for (runtime, level), values in waits.items():
+        values.sort()
+        result.append({"runtime": runtime, "level": level, "jobs": len(values),
+                       "p50Seconds": _percentile(values, 0.5), "p95Seconds": _percentile(values, 0.95)})
+    result.sort(key=lambda r: (-r["jobs"], r["runtime"], r["level"]))
+    return result
+
+
+# -- pages (list filters, explanation as a given user may see it, per-job live token) ----------------------------
+
+
+@dataclass(frozen=True)
+class FilterValues:
+    """The values the list's filters offer: the namespaces, runtimes and queues of the visible jobs."""
+
+    namespaces: list[str]
+    runtimes: list[str]
+    queues: list[str]
+
+
+def trainjob_filter_values(*, user) -> FilterValues:
+    """Return the distinct namespaces, runtimes and queues of the visible, not-gone TrainJobs (sorted; 3 queries).
+
+    A data scientist also gets every granted namespace, even one without jobs yet, so the filter shows it."""
+    queryset = trainjob_queryset(user=user).order_by()
+    visibility = visible_namespaces(user)
+    namespaces = set(queryset.values_list("namespace", flat=True).distinct())
+    if not visibility.everything:
+        namespaces |= visibility.namespaces
+    runtimes = queryset.exclude(runtime_name="").values_list("runtime_name", flat=True).distinct()
+    queues = queryset.exclude(queue_name="").values_list("queue_name", flat=True).distinct()
+    return FilterValues(sorted(namespaces), sorted(runtimes), sorted(queues))
+
+
+def trainjob_detail_token(job: TrainJob, tracking: TrackingStatus) -> str:
+    """Return a token that changes whenever the detail page of ``job`` would show something else.
+
+    A waiting job's page also explains the wait with the other jobs (who holds the capacity), so for it any tracked
+    change counts (one indexed MAX); otherwise only the job's own row and the tracker's health do."""
+    others = 0
+    if job.state in states.WAITING_STATES and job.gone_at is None:
+        others = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
+    raw = f"{job.id}:{job.change_seq}:{job.gone_at}:{others}:{tracking.stale}:{tracking.why}"
+    return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+
+def trainjob_counts_by_namespace(*, user) -> list[tuple[str, dict[str, int]]]:
+    """Return [(namespace, {state: count})] over the visible, not-gone TrainJobs, namespaces sorted (one query)."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in trainjob_queryset(user=user).order_by().values("namespace", "state").annotate(n=Count("id")):
+        counts[row["namespace"]][row["state"]] = row["n"]
+    return sorted(counts.items())
+
+
+def cluster_heat_summary() -> dict | None:
+    """Return the live snapshot's free/total GPUs per zone → block → rack (None when there is no snapshot yet)."""
+    live = snapshots.live_snapshot()
+    return live.snapshot.to_summary() if live is not None else None
