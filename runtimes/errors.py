@@ -22,12 +22,23 @@ class PolicyError(PortalError):
 
 
 def _prefixed(problems: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
-    """Return `problems` with `prefix` put in front of each path (the API reports manifest paths under it)."""
+    """Return `problems` with `prefix` put in front of each path (the API reports manifest paths under it).
+
+    Every problem also gets ``manifestPath``, its path inside the manifest: `path` names the place in the request
+    body, `manifestPath` the place in the manifest, on every endpoint that reports manifest problems.
+    """
     result = []
     for problem in problems:
         path = problem.get("path") or ""
-        result.append({**problem, "path": f"{prefix}.{path}" if path and prefix else (path or prefix)})
+        prefixed = f"{prefix}.{path}" if path and prefix else (path or prefix)
+        result.append({**problem, "path": prefixed, "manifestPath": problem.get("manifestPath", path)})
     return result
+
+
+def body_problems(problems: list[dict[str, Any]], *, wrapped: bool) -> list[dict[str, Any]]:
+    """Return manifest `problems` with request-body paths: under ``manifest.`` when the body carried the manifest
+    in its ``manifest`` field (`wrapped`), as they are when the manifest was the body. ``manifestPath`` is added."""
+    return _prefixed(problems, MANIFEST_PREFIX if wrapped else "")
 
 
 class PolicyInvalid(PolicyError):

@@ -125,3 +125,42 @@ def sync_state_counts() -> dict[str, int]:
 def policies_needing_attention(*, limit: int = 50) -> QuerySet[RuntimePolicy]:
     """Return the failed or drifted policies by name (at most ``limit``)."""
     return RuntimePolicy.objects.filter(sync_state__in=[SyncState.FAILED, SyncState.DRIFTED]).order_by("name")[:limit]
+
+
+DEADLOCK_CODE_PREFIX = "deadlock."
+
+
+def policies_bulk_apply_plan() -> list[dict[str, Any]]:
+    """Return what "Apply all policies" would do, one dict per policy by name.
+
+    ``{name, version, applied_revision, sync_state, change, draft, up_to_date, deadlocks: [message]}``: ``change``
+    is "create" (never applied), "update" (an older revision is applied) or "reapply" (the current revision is
+    already applied; the worker only checks it); ``draft`` means never applied to the cluster; ``deadlocks`` are
+    the current revision's deadlock warnings (from the validator, stored with the revision).
+    """
+    plan = []
+    rows = RuntimePolicy.objects.order_by("name").values(
+        "name", "version", "applied_revision", "sync_state", "warnings"
+    )
+    for row in rows:
+        applied = row["applied_revision"]
+        change = "create" if not applied else "update" if applied != row["version"] else "reapply"
+        warnings = row["warnings"] if isinstance(row["warnings"], list) else []
+        deadlocks = [
+            str(w.get("message") or w.get("code"))
+            for w in warnings
+            if isinstance(w, dict) and str(w.get("code") or "").startswith(DEADLOCK_CODE_PREFIX)
+        ]
+        plan.append(
+            {
+                "name": row["name"],
+                "version": row["version"],
+                "applied_revision": applied,
+                "sync_state": row["sync_state"],
+                "change": change,
+                "draft": row["sync_state"] == SyncState.DRAFT,
+                "up_to_date": change == "reapply" and row["sync_state"] == SyncState.SYNCED,
+                "deadlocks": deadlocks,
+            }
+        )
+    return plan

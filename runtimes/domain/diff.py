@@ -1,8 +1,8 @@
 """Differences between two manifests: structural (field by field) and textual (unified diff of the YAML).
 
 Lists that Kubernetes treats as maps keyed by a field (replicatedJobs, containers, env, dependsOn, …) are compared
-by that key, so reordering them is not a change and a change inside one item is reported at
-`…replicatedJobs[name=node].replicas` rather than as a shifted index.
+by that key, so a change inside one item is reported at `…replicatedJobs[name=node].replicas` rather than as a
+shifted index, and reordering them is not a change, except for replicatedJobs, whose order JobSet acts on.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ LIST_MAP_KEYS: dict[str, str] = {
     "targets": "jobName",
     "imagePullSecrets": "name",
 }
+
+# List-maps whose order still means something: JobSet starts ReplicatedJobs in list order (startupPolicy InOrder)
+# and expects dependencies listed first. Moving one is reported as a change of the list, with the names in order.
+ORDERED_LIST_MAPS = frozenset({"replicatedJobs"})
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,11 @@ def _walk(old: Any, new: Any, path: str, field: str, out: list[Change]) -> None:
         old_map = _keyed(old, key) if key else None
         new_map = _keyed(new, key) if key else None
         if old_map is not None and new_map is not None:
+            if field in ORDERED_LIST_MAPS:
+                old_order = [name for name in old_map if name in new_map]
+                new_order = [name for name in new_map if name in old_map]
+                if old_order != new_order:
+                    out.append(Change(path, "changed", list(old_map), list(new_map)))
             for name, item in old_map.items():
                 child = f"{path}[{key}={name}]"
                 if name not in new_map:

@@ -521,9 +521,11 @@ def _apply_entry(raw: dict, wanted: Level2Entry) -> None:
     have = _read_entry(raw)
     if list(wanted.targets) != have.targets:
         _put(raw, "targetReplicatedJobs", list(wanted.targets), GROUP_ORDER)
-    if wanted.group != have.group or (fresh and wanted.job is None):
+    # Unticking level 3 turns the entry back into a level-2 group, written out in full like a new one.
+    level3_off = wanted.job is None and have.job is not None and "schedulingPolicy" not in raw
+    if wanted.group != have.group or (fresh and wanted.job is None) or level3_off:
         # An entry with a level-3 job keeps no level-2 fields unless the form sets non-default ones (composite).
-        write_fresh = fresh and (wanted.job is None or wanted.group != GroupFields())
+        write_fresh = (fresh and (wanted.job is None or wanted.group != GroupFields())) or level3_off
         if write_fresh or not fresh:
             _apply_group(raw, wanted.group, fresh=write_fresh)
     if wanted.job is None:
@@ -534,6 +536,21 @@ def _apply_entry(raw: dict, wanted: Level2Entry) -> None:
         job = job if isinstance(job, dict) else {}
         _apply_group(job, wanted.job, fresh=fresh_job)
         _put(raw, "job", job, GROUP_ORDER)
+    if wanted.job is not None and wanted.group == GroupFields() and (have.job is None or wanted.group != have.group):
+        _drop_default_group(raw)
+
+
+def _drop_default_group(raw: dict) -> None:
+    """Remove level-2 group fields that only restate the defaults from an entry that now has a level-3 job.
+
+    An entry written as a level-2 gang carries `schedulingPolicy: {gang: {}}`; once the form turns on level 3 the
+    group lives under `job`, and an entry-level field next to `job` is only valid with composite groups.
+    """
+    if raw.get("schedulingPolicy") == {"gang": {}}:
+        raw.pop("schedulingPolicy")
+    for key in ("schedulingConstraints", "disruptionMode"):
+        if raw.get(key) in ({}, None):
+            raw.pop(key, None)
 
 
 SCHEDULING_FIELDS = (

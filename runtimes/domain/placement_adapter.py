@@ -53,6 +53,10 @@ def _requests_for_pod_sets(name: str, pod_sets: list[PodSet], counts: list[int],
                             min_count=None if extra else min_count, extra=extra, **common)
 
 
+# The name suffix of the request for a ReplicatedJob in no PodGroup (its pods are scheduled one by one).
+NO_POD_GROUP = " (no PodGroup)"
+
+
 def requests_from_expansion(expansion: Expansion, tolerations: tuple[Mapping, ...] = ()) -> list[PlacementRequest]:
     """Return the placement requests of a flat (non-composite) expansion, in creation order.
 
@@ -67,7 +71,7 @@ def requests_from_expansion(expansion: Expansion, tolerations: tuple[Mapping, ..
         covered.update(group.replicated_jobs)
     for pod_set in expansion.pod_sets:
         if pod_set.replicated_job not in covered and pod_set.count:
-            requests.append(_requests_for_pod_sets(f"{pod_set.replicated_job} (no PodGroup)", [pod_set],
+            requests.append(_requests_for_pod_sets(f"{pod_set.replicated_job}{NO_POD_GROUP}", [pod_set],
                                                    [pod_set.count], None, BASIC, tolerations))
     return requests
 

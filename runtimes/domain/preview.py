@@ -17,6 +17,7 @@ from typing import Any
 from runtimes.domain.constants import MAX_NUM_NODES, SCHEDULING_V1ALPHA2, SCHEDULING_V1BETA1
 from runtimes.domain.labels import dns1123_label_problems
 from runtimes.domain.numbers import parse_whole_number, shown
+from runtimes.domain.placement_adapter import NO_POD_GROUP
 from trainer_portal.errors import PortalError
 from trainer_portal.errors import field as problem
 from trainer_portal.placement.quantities import GPU, QuantityError, parse_resource
@@ -291,7 +292,8 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool) -> P
     if not isinstance(topology, Mapping):
         errors.append({"path": "topology", "message": "must be an object such as {\"source\": \"synthetic\"}"})
         topology = {}
-    source = topology.get("source") or SOURCE_SYNTHETIC
+    # The same default as the preview page: the live cluster whenever a snapshot of it exists.
+    source = topology.get("source") or (SOURCE_LIVE if live_available else SOURCE_SYNTHETIC)
     if not isinstance(source, str) or source not in (SOURCE_SYNTHETIC, SOURCE_LIVE):
         errors.append({"path": "topology.source", "message": f"must be 'synthetic' or 'live'; got {shown(source)}"})
         source = SOURCE_SYNTHETIC
@@ -401,11 +403,17 @@ def heatmap(base: HeatBase, placement: dict, composite: bool) -> dict:
                       "nodes": zone["nodes"], "placed": placed.get(zone_key, 0), "near": zone_key in near,
                       "blocks": blocks})
     placed_racks = sum(1 for key, pods in placed.items() if len(key) == 3 and pods)
-    label = (f"Free GPUs of {base.rack_count:,} racks in {len(zones)} zones: {summary['freeGpus']:,} of "
-             f"{summary['totalGpus']:,} free; the proposed placement uses {placed_racks:,} racks.")
+    label = (f"Free GPUs of {counted(base.rack_count, 'rack')} in {counted(len(zones), 'zone')}: "
+             f"{summary['freeGpus']:,} of {summary['totalGpus']:,} free; the proposed placement uses "
+             f"{counted(placed_racks, 'rack')}.")
     return {"zones": zones, "rackCount": base.rack_count, "nodeCount": summary["nodes"], "placedRacks": placed_racks,
             "freeGpus": summary["freeGpus"], "totalGpus": summary["totalGpus"], "keys": summary["keys"],
             "label": label}
+
+
+def counted(count: int, noun: str) -> str:
+    """Return e.g. "1 node", "2,048 nodes" ("s" appended for any count but one)."""
+    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def short_placement(group: dict) -> str:
@@ -433,13 +441,21 @@ def verdict(placement: dict) -> dict:
     lines: list[str] = []
     binding = None
     if not failing:
-        gangs = [g for g in groups if g["kind"] == "PodGroup"]
-        if len(gangs) > 1:
-            summary = f"The TrainJob fits: all {len(gangs)} PodGroups can be admitted now."
+        gangs = [g for g in groups if g["kind"] == "PodGroup" and g["policy"] == "gang"]
+        waiting = sum(g["podCount"] - g["placed"] for g in groups if g["policy"] == "basic")
+        if waiting:
+            summary = (f"The TrainJob starts partly: {counted(waiting, 'pod')} without gang scheduling cannot be "
+                       "placed now and wait one by one for capacity.")
+        elif len(gangs) > 1:
+            summary = f"The TrainJob fits: all {len(gangs)} gang PodGroups can be admitted now."
         elif gangs:
-            summary = "The TrainJob fits: its PodGroup can be admitted now."
+            summary = "The TrainJob fits: its gang PodGroup can be admitted now."
+        elif any(not g["name"].endswith(NO_POD_GROUP) for g in groups):
+            summary = ("The TrainJob fits: every pod can be placed now. Its PodGroups are basic (no gang), so pods "
+                       "start one by one as they are scheduled.")
         else:
-            summary = "The TrainJob fits: every pod can be placed now (it has no PodGroup)."
+            summary = ("The TrainJob fits: every pod can be placed now. It has no gang scheduling, so pods start one "
+                       "by one as they are scheduled.")
         lines = [g["message"] for g in groups if g["kind"] == "PodGroup" or g["parent"] is None]
         for group in groups:
             if group["policy"] == "basic" and group["placed"] < group["podCount"]:

@@ -224,8 +224,7 @@ class Level2EntryForm(forms.Form):
     per_job = forms.BooleanField(
         required=False,
         label="Level 3: one group per Job replica",
-        help_text="Each Job of the (single) target gets its own group, e.g. one rack per replica. Leave the level-2 "
-        "fields above at their defaults unless composite groups are enabled.",
+        help_text="Each Job of the (single) target gets its own group, e.g. one rack per replica.",
     )
     job_policy = forms.ChoiceField(choices=POLICY_CHOICES, required=False, label="Policy")
     job_topology_key = forms.CharField(
@@ -398,6 +397,7 @@ class PolicyEditor:
         """Return the `PolicyFields` the user entered. Call only after is_valid() returned True."""
         data = self.form.cleaned_data
         mode = data["scheduling_mode"]
+        composite = composite_enabled() or mode == "composite"
         labels = dict(data["labels"])
         framework = data["framework"]
         level1 = _group_from(data, "l1_") if mode in ("level1", "composite") else None
@@ -405,11 +405,14 @@ class PolicyEditor:
         if mode in ("level2", "composite"):
             for form in self.level2.kept_forms():
                 entry = form.cleaned_data
+                per_job = bool(entry.get("per_job"))
                 level2.append(
                     Level2Entry(
                         targets=entry["targets"],
-                        group=_group_from(entry, ""),
-                        job=_group_from(entry, "job_") if entry.get("per_job") else None,
+                        # Without composite groups an entry with a level-3 job carries no level-2 fields: the
+                        # form hides them while "Level 3" is ticked, and they come back when it is unticked.
+                        group=GroupFields() if per_job and not composite else _group_from(entry, ""),
+                        job=_group_from(entry, "job_") if per_job else None,
                     )
                 )
         jobs = [

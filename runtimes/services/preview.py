@@ -32,6 +32,7 @@ from runtimes.domain.preview import (
     PreviewInputError,
     PreviewRequest,
     SyntheticTopology,
+    counted,
     fragmentation_items,
     heat_base,
     heatmap,
@@ -130,9 +131,10 @@ def _synthetic_source(topology: SyntheticTopology, block_key: str, need: int, po
         **({"need": max(need, 1), "pod_gpus": max(pod_gpus, 1)} if topology.fragmentation == "F5" else {}),
     )
     description = (
-        f"synthetic: {topology.zones} zone{'s' * (topology.zones != 1)} × {topology.blocks_per_zone} blocks × "
-        f"{topology.racks_per_block} racks × {topology.nodes_per_rack} nodes × {topology.gpus_per_node} GPUs "
-        f"= {topology.node_count:,} nodes, {FRAGMENTATIONS[topology.fragmentation]}, seed {topology.seed}"
+        f"synthetic: {counted(topology.zones, 'zone')} × {counted(topology.blocks_per_zone, 'block')} × "
+        f"{counted(topology.racks_per_block, 'rack')} × {counted(topology.nodes_per_rack, 'node')} × "
+        f"{counted(topology.gpus_per_node, 'GPU')} = {counted(topology.node_count, 'node')}, "
+        f"{FRAGMENTATIONS[topology.fragmentation]}, seed {topology.seed}"
     )
     return _Source(snapshot, heat_base(snapshot.to_summary()), description, None)
 
@@ -159,8 +161,8 @@ def _live_source() -> _Source:
         _live_heat.clear()  # only the current snapshot matters
         _live_heat[stamp] = heat
     server = f" {live.server}" if getattr(live, "server", "") else ""
-    description = (f"live cluster{server}: {snapshot.node_count:,} nodes, snapshot {live.age_seconds:,.0f} s old "
-                   f"({live.source})")
+    description = (f"live cluster{server}: {counted(snapshot.node_count, 'node')}, "
+                   f"snapshot {live.age_seconds:,.0f} s old ({live.source})")
     return _Source(snapshot, heat, description, round(live.age_seconds, 1))
 
 
@@ -391,8 +393,9 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
             "domain": placed["domain"],
             "span": placed["span"],
         }})
+    used = request.source if snapshot is None else "snapshot"
     topology = {
-        "source": request.source,
+        "source": used,
         "description": source.description,
         "nodes": source.summary["nodes"],
         "keys": source.summary["keys"],
@@ -413,6 +416,7 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "locality": quality_items(locality),
         "placement": placement,
         "heatmap": heatmap(source.heat, placement, expansion.composite),
+        "topologySource": used,
         "topology": topology,
         "caveat": CAVEAT,
         "warnings": [*warnings, *expansion.warnings],

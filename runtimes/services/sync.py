@@ -582,7 +582,8 @@ def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptR
 
 
 def runtime_referencing_trainjobs(*, name: str, gateway: kube.Gateway | None = None) -> list[dict]:
-    """Return ``[{namespace, name, created}]`` of TrainJobs whose runtimeRef names ClusterTrainingRuntime ``name``.
+    """Return ``[{namespace, name, created, state}]`` of TrainJobs whose runtimeRef names ClusterTrainingRuntime
+    ``name``; ``state`` is the TrainJob's latest true condition (Complete, Failed, Suspended…), else "Pending".
 
     Raises KubeError when the cluster cannot be read (KubeNotFound when TrainJobs are not served).
     """
@@ -598,9 +599,18 @@ def runtime_referencing_trainjobs(*, name: str, gateway: kube.Gateway | None = N
                     "namespace": metadata.get("namespace", ""),
                     "name": metadata.get("name", ""),
                     "created": metadata.get("creationTimestamp", ""),
+                    "state": _trainjob_state(job),
                 }
             )
     return sorted(found, key=lambda job: (job["namespace"], job["name"]))
+
+
+def _trainjob_state(job: dict) -> str:
+    conditions = [c for c in ((job.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
+    true = [c for c in conditions if c.get("status") == "True" and c.get("type")]
+    if not true:
+        return "Pending"
+    return str(max(true, key=lambda c: str(c.get("lastTransitionTime") or ""))["type"])
 
 
 def impact_num_nodes(raw: str | None) -> int | None:

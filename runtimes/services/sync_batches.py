@@ -41,13 +41,22 @@ def _batch(batch_id: str) -> SyncBatch:
 def sync_batch_progress(*, batch_id: str) -> dict:
     """Return ``{id, created_at, total, done, succeeded, failed: [{name, error}], pending, finished, items}``.
 
+    ``items`` are ``{name, revision, status, state, error, error_fields}`` by name; status is succeeded, failed
+    or pending, and a failed item carries the cluster's message and field causes.
+
     An item is done when its revision (or a newer one) is applied, when it failed permanently, or when a newer
     revision was requested since (the newer request carries on). Raises SyncBatchNotFound for an unknown id.
     """
     batch = _batch(batch_id)
     wanted = {int(pid): int(rev) for pid, rev in batch.items}
     rows = RuntimePolicy.objects.filter(pk__in=wanted).values(
-        "pk", "name", "sync_state", "sync_requested_revision", "applied_revision", "last_sync_error"
+        "pk",
+        "name",
+        "sync_state",
+        "sync_requested_revision",
+        "applied_revision",
+        "last_sync_error",
+        "sync_error_fields",
     )
     items = []
     succeeded = failed = 0
@@ -60,7 +69,16 @@ def sync_batch_progress(*, batch_id: str) -> dict:
         elif status == "failed":
             failed += 1
             failures.append({"name": row["name"], "error": row["last_sync_error"]})
-        items.append({"name": row["name"], "revision": revision, "status": status, "state": row["sync_state"]})
+        items.append(
+            {
+                "name": row["name"],
+                "revision": revision,
+                "status": status,
+                "state": row["sync_state"],
+                "error": row["last_sync_error"] if status == "failed" else "",
+                "error_fields": (row["sync_error_fields"] or []) if status == "failed" else [],
+            }
+        )
     gone = len(wanted) - len(items)
     total = len(wanted)
     done = succeeded + failed + gone

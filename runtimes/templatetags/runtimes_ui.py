@@ -96,8 +96,8 @@ def heatmap_html(heatmap: Mapping[str, Any]) -> SafeString:
         zone_name = escape(zone["name"])
         placed_zone = " pv-zone--placed" if zone.get("placed") else (" pv-zone--near" if zone.get("near") else "")
         parts.append(
-            f'<div class="pv-zone{placed_zone}"><div class="pv-zone__head"><b>{zone_name}</b>'
-            f'<span>{zone["free"]:,} / {zone["total"]:,} GPUs free</span></div>'
+            f'<div class="pv-zone{placed_zone}"><div class="pv-zone__head"><span>zone <b>{zone_name}</b></span>'
+            f'<span>{zone["free"]:,} of {zone["total"]:,} GPUs free</span></div>'
         )
         for block in zone.get("blocks", []):
             block_name = escape(block["name"])
@@ -105,13 +105,13 @@ def heatmap_html(heatmap: Mapping[str, Any]) -> SafeString:
                 " pv-block--near" if block.get("near") else "")
             parts.append(
                 f'<div class="pv-block{placed_block}"><span class="pv-block__name" '
-                f'title="{block_name}: {block["free"]:,} / {block["total"]:,} GPUs free">{block_name}</span>'
-                f'<div class="pv-racks">'
+                f'title="block {block_name}: {block["free"]:,} of {block["total"]:,} GPUs free">block {block_name}'
+                f'<small>{block["free"]:,}/{block["total"]:,} free</small></span><div class="pv-racks">'
             )
             cells = []
             for rack in block.get("racks", []):
                 placed = rack.get("placed") or 0
-                title = f'{escape(rack["name"])}: {rack["free"]:,}/{rack["total"]:,} free'
+                title = f'rack {escape(rack["name"])}: {rack["free"]:,} of {rack["total"]:,} GPUs free'
                 css = "hx" if rack["bucket"] < 0 else f"h{rack['bucket']}"
                 if placed:
                     cells.append(f'<i class="{css} p" title="{title}, {placed:,} pods placed"></i>')

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views import View
 
 from runtimes import selectors
@@ -54,8 +56,6 @@ def _yaml_filename(name: str) -> str:
 # --------------------------------------------------------------------------------------------------- reading
 
 
-
-
 def _editor_context(
     *,
     editor: PolicyEditor,
@@ -72,6 +72,7 @@ def _editor_context(
     field_problems, other_problems = problems_by_field(problems)
     return {
         "editor": editor,
+        "editor_url": reverse("runtimes:edit", kwargs={"name": policy.name}) if policy else reverse("runtimes:new"),
         "form": editor.form,
         "rjobs": editor.rjobs,
         "level2": editor.level2,
@@ -101,8 +102,10 @@ def topology_key_suggestions() -> list[dict[str, str]]:
     live = live_snapshot()
     for item in live.label_keys() if live is not None else ():
         values = ", ".join(f"{v['value']} ({v['count']})" for v in item["values"][:4])
-        more = " …" if len(item["values"]) > 4 else ""
-        suggestions[item["key"]] = f"{item['nodes']} nodes, {len(item['values'])} values: {values}{more}"
+        more = " …" if item.get("distinct", len(item["values"])) > 4 else ""
+        distinct = item.get("distinct", len(item["values"]))
+        nodes = f"{item['nodes']:,} node{'s' * (item['nodes'] != 1)}"
+        suggestions[item["key"]] = f"{nodes}, {distinct:,} value{'s' * (distinct != 1)}: {values}{more}"
     return [{"key": key, "label": label} for key, label in suggestions.items()]
 
 
@@ -158,6 +161,9 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         action = request.POST.get("_action", "")
         if action in {"add-rjob", "add-l2"}:
             return self._add_row(request, policy, action)
+        move = MOVE_ACTION.match(action)
+        if move:
+            return self._move_rjob(request, policy, int(move["index"]), move["direction"])
         save = SaveForm(request.POST)
         save_valid = save.is_valid()
         # An invalid field shows again what the user sent (with a visible stand-in for NUL), never an empty pane.
@@ -171,7 +177,13 @@ class _EditorView(PlatformAdminRequiredMixin, View):
 
         def again(status: int = 200, **extra: Any) -> HttpResponse:
             context = _editor_context(
-                editor=editor, yaml_text=yaml_text, policy=policy, version=version, message=message, **extra
+                editor=editor,
+                yaml_text=yaml_text,
+                policy=policy,
+                version=version,
+                message=message,
+                form_edited=request.POST.get("form_edited") == "1",
+                **extra,
             )
             return render(request, EDITOR_TEMPLATE, context, status=status)
 
@@ -198,7 +210,10 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         editor = PolicyEditor.from_fields(
             fields_from_manifest(manifest), creating=policy is None, fixed_name=fixed_name
         )
-        source = RevisionSource.FORM if form_applied else RevisionSource.YAML
+        # With JavaScript the form's edits are already in the posted YAML (nothing left to apply): the page's
+        # form_edited flag, set by the form → YAML sync, says they came from the form.
+        form_used = form_applied or request.POST.get("form_edited") == "1"
+        source = RevisionSource.FORM if form_used else RevisionSource.YAML
         try:
             if policy is None:
                 saved = policy_services.policy_create(
@@ -254,10 +269,72 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             policy=policy,
             version=version,
             message=data.get("message", ""),
+            form_edited=data.get("form_edited") == "1",
             quiet_errors=True,
         )
         template = f"{EDITOR_TEMPLATE}#form-fields" if request.htmx else EDITOR_TEMPLATE
         return render(request, template, context)
+
+    def _move_rjob(
+        self, request: HttpRequest, policy: RuntimePolicy | None, index: int, direction: str
+    ) -> HttpResponse:
+        """The ↑/↓ buttons of a ReplicatedJob: swap it with its neighbour and show the YAML in the new order.
+
+        Nothing is saved. With valid input the form is applied to the posted YAML, so form and YAML agree again
+        (the order of spec.template.spec.replicatedJobs is the form's); otherwise only the rows move.
+        """
+        data = _swap_rows(
+            request.POST.copy(), PolicyEditor.RJOBS_PREFIX, index, index + (1 if direction == "down" else -1)
+        )
+        fixed_name = policy.name if policy else ""
+        editor = PolicyEditor(data=data, creating=policy is None, fixed_name=fixed_name)
+        yaml_text = data.get("yaml", "")
+        extra: dict[str, Any] = {"quiet_errors": True}
+        try:
+            manifest = load_runtime(yaml_text) if yaml_text.strip() else None
+        except ManifestError:
+            manifest, valid = None, False
+        else:
+            valid = editor.is_valid()
+        if valid:
+            merged, _ = _merge(editor, manifest)
+            yaml_text = dump_yaml(merged)
+            editor = PolicyEditor.from_fields(
+                fields_from_manifest(merged), creating=policy is None, fixed_name=fixed_name
+            )
+            extra = {"problems": _report_dicts(merged), "form_edited": True, "yaml_moved": bool(request.htmx)}
+        context = _editor_context(
+            editor=editor,
+            yaml_text=yaml_text,
+            policy=policy,
+            version=revision_number(data.get("version")),
+            message=data.get("message", ""),
+            **extra,
+        )
+        if request.htmx:
+            return render(request, f"{EDITOR_TEMPLATE}#move-response", context)
+        return render(request, EDITOR_TEMPLATE, context)
+
+
+MOVE_ACTION = re.compile(r"^move-rjob-(?P<index>\d{1,3})-(?P<direction>up|down)$")
+
+
+def _swap_rows(data: QueryDict, prefix: str, first: int, second: int) -> QueryDict:
+    """Return `data` with formset rows `first` and `second` exchanged (both must exist, else unchanged)."""
+    try:
+        total = int(data.get(f"{prefix}-TOTAL_FORMS", "0"))
+    except ValueError:
+        return data
+    if not (0 <= first < total and 0 <= second < total):
+        return data
+    one, two = f"{prefix}-{first}-", f"{prefix}-{second}-"
+    rows = {key: data.getlist(key) for key in list(data.keys()) if key.startswith((one, two))}
+    for key in rows:
+        data.pop(key)
+    for key, values in rows.items():
+        swapped = two + key[len(one) :] if key.startswith(one) else one + key[len(two) :]
+        data.setlist(swapped, values)
+    return data
 
 
 class PolicyCreateView(_EditorView):
@@ -304,6 +381,7 @@ class RenderYamlView(PlatformAdminRequiredMixin, View):
             return _status_only(request, {**base, "sync_error": "The form has errors: " + "; ".join(errors)})
         result, applied = _merge(editor, manifest)
         new_text = dump_yaml(result) if applied or manifest is None else yaml_text
+        form_edited = applied or request.POST.get("form_edited") == "1"
         problems = _report_dicts(result)
         context = _editor_context(
             editor=editor,
@@ -312,6 +390,7 @@ class RenderYamlView(PlatformAdminRequiredMixin, View):
             version=None,
             problems=problems,
             oob=True,
+            form_edited=form_edited,
             # The form now matches the YAML: make that the base the next merge compares against.
             fields_base_json=fields_to_json(fields_from_manifest(result)),
         )
@@ -353,6 +432,3 @@ def _editor_error_lines(editor: PolicyEditor) -> list[str]:
                 lines.extend(f"{title} {index + 1} {field}: {message}" for message in messages_)
         lines.extend(str(error) for error in formset.non_form_errors())
     return lines[:5]
-
-
-

@@ -14,9 +14,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
+from runtimes import selectors
 from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.errors import PolicyError, SyncBatchNotFound
-from runtimes.services import sync, sync_batches
+from runtimes.services import reapply, sync, sync_batches
 from runtimes.views.policies import policy_or_404
 from trainer_portal.kube.errors import KubeError
 from trainer_portal.permissions import PlatformAdminForWritesMixin, PlatformAdminRequiredMixin, ViewerRequiredMixin
@@ -25,10 +26,26 @@ TRUE_VALUES = ("1", "true", "on")
 
 
 class BulkSyncView(PlatformAdminRequiredMixin, View):
-    """POST: queue every policy (or the ``names`` posted) and show the batch's progress page."""
+    """GET: confirm which policies "Apply all" applies; POST: queue them (the ``names`` posted, else every policy).
+
+    The confirmation lists every policy with what applying it changes, calls out drafts and deadlock warnings,
+    and posts the ticked names with ``confirmed=1`` (then an empty choice is refused rather than read as "all").
+    """
+
+    def get(self, request):
+        plan = selectors.policies_bulk_apply_plan()
+        context = {
+            "plan": plan,
+            "drafts": sum(1 for item in plan if item["draft"]),
+            "deadlocks": sum(1 for item in plan if item["deadlocks"]),
+        }
+        return render(request, "cluster/bulk_confirm.html", context)
 
     def post(self, request):
         names = request.POST.getlist("names") or None
+        if names is None and request.POST.get("confirmed") in TRUE_VALUES:
+            messages.error(request, "No policy was ticked: choose at least one policy to apply.")
+            return redirect("runtimes:bulk-sync")
         try:
             batch = sync.policies_sync_request(names=names, actor=request.user)
         except PolicyError as exc:
@@ -65,7 +82,8 @@ class SyncPanelView(ViewerRequiredMixin, View):
     """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
 
     def get(self, request, name: str):
-        return render(request, "runtimes/_sync_panel.html", {"policy": policy_or_404(name)})
+        context = {"policy": policy_or_404(name), "on_impact_page": request.GET.get("on") == "impact"}
+        return render(request, "runtimes/_sync_panel.html", context)
 
 
 class SyncImpactView(ViewerRequiredMixin, View):
@@ -119,7 +137,8 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
             messages.success(request, f"Revision {revision} of {policy.name} is queued for the cluster.")
         if request.htmx:
             policy.refresh_from_db()
-            return render(request, "runtimes/_sync_panel.html", {"policy": policy})
+            context = {"policy": policy, "on_impact_page": request.POST.get("on") == "impact"}
+            return render(request, "runtimes/_sync_panel.html", context)
         return redirect(safe_next(request) or reverse("runtimes:drift", args=[policy.name]))
 
 
@@ -154,6 +173,18 @@ class DriftView(PlatformAdminForWritesMixin, View):
         policy.refresh_from_db()
         context = {"policy": policy, **sync.policy_drift_view_data(policy=policy), "result": result}
         return render(request, "cluster/drift.html", context)
+
+
+class DriftReapplyView(PlatformAdminRequiredMixin, View):
+    """GET: confirm "Re-apply ours (force)": the diff it imposes and the field managers it overrides (dry run).
+
+    The confirmation posts ``action=reapply`` to the drift page, which does it.
+    """
+
+    def get(self, request, name: str):
+        policy = policy_or_404(name)
+        preview = reapply.policy_force_reapply_preview(policy=policy)
+        return render(request, "cluster/reapply_confirm.html", {"policy": policy, "preview": preview})
 
 
 class ClusterDeleteView(PlatformAdminRequiredMixin, View):

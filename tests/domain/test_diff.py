@@ -21,10 +21,10 @@ def test_list_maps_are_compared_by_name_not_index():
     old = upstream("qwen")
     new = upstream("qwen")
     jobs = new["spec"]["template"]["spec"]["replicatedJobs"]
-    jobs.reverse()
-    jobs[0]["dependsOn"].reverse()
+    node = next(job for job in jobs if job["name"] == "node")
+    node["dependsOn"].reverse()
     assert semantically_equal(old, new)
-    jobs[0]["replicas"] = 1
+    node["replicas"] = 1
     assert structural_diff(old, new) == [Change(f"{RJ}[name=node].replicas", "added", None, 1)]
 
 
@@ -96,3 +96,17 @@ def test_unified_diff_is_over_the_exported_yaml():
     text = unified_diff(old, new, old_label="revision 1", new_label="revision 2")
     assert text.startswith("--- revision 1\n+++ revision 2\n")
     assert "-    numNodes: 1\n+    numNodes: 4\n" in text
+
+
+def test_moving_a_replicated_job_is_a_change_of_the_list_other_list_maps_stay_unordered():
+    def runtime(names: list[str], containers: list[str]) -> dict:
+        pod = {"containers": [{"name": n} for n in containers]}
+        rjobs = [{"name": n, "template": {"spec": {"template": {"spec": pod}}}} for n in names]
+        return {"spec": {"template": {"spec": {"replicatedJobs": rjobs}}}}
+
+    moved = structural_diff(runtime(["init", "node"], ["a", "b"]), runtime(["node", "init"], ["a", "b"]))
+    assert moved == [Change("spec.template.spec.replicatedJobs", "changed", ["init", "node"], ["node", "init"])]
+    assert structural_diff(runtime(["init", "node"], ["a", "b"]), runtime(["init", "node"], ["b", "a"])) == []
+    # Adding one at the end keeps the others' order: only the addition is reported.
+    added = structural_diff(runtime(["node"], ["a"]), runtime(["node", "extra"], ["a"]))
+    assert [change.op for change in added] == ["added"]

@@ -185,9 +185,10 @@ def test_apply_fields_does_not_modify_its_input():
 
 def test_reordering_replicated_jobs_keeps_each_job_intact():
     original, edited = edit("qwen", lambda f: f.replicated_jobs.reverse())
-    assert structural_diff(original, edited) == []  # list-map order is not a change
-    names = [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]]
-    assert names == ["node", "model-initializer", "dataset-initializer"]
+    # The order is the only change (JobSet starts ReplicatedJobs in list order); every item is as it was.
+    names = ["node", "model-initializer", "dataset-initializer"]
+    assert structural_diff(original, edited) == [Change(RJ, "changed", names[::-1], names)]
+    assert [r["name"] for r in edited["spec"]["template"]["spec"]["replicatedJobs"]] == names
 
 
 def test_renaming_a_replicated_job_follows_success_policy_and_keeps_its_template():
@@ -483,3 +484,54 @@ def test_a_new_trainer_job_gets_the_container_the_webhook_requires():
         },
     }
     assert validate_runtime(edited).problems == ()
+
+
+def _level2_gang_on_node() -> dict:
+    manifest = new_runtime("gang-node")
+    fields = fields_from_manifest(manifest)
+    fields.scheduling_mode = "level2"
+    fields.level2 = [Level2Entry(targets=["node"])]
+    return apply_fields(manifest, fields)
+
+
+def test_turning_on_level3_moves_the_group_under_job_and_leaves_no_level2_default_beside_it():
+    manifest = _level2_gang_on_node()
+    assert manifest["spec"]["scheduling"]["replicatedJobs"] == [
+        {"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}
+    ]
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields(topology_key="topology.kubernetes.io/rack")
+
+    result = apply_fields(manifest, fields)
+
+    assert result["spec"]["scheduling"]["replicatedJobs"] == [
+        {
+            "targetReplicatedJobs": ["node"],
+            "job": {
+                "schedulingPolicy": {"gang": {}},
+                "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+            },
+        }
+    ]
+    assert not validate_runtime(result).errors
+
+
+def test_turning_off_level3_writes_the_level2_group_in_full():
+    manifest = _level2_gang_on_node()
+    fields = fields_from_manifest(manifest)
+    fields.level2[0].job = GroupFields()
+    with_job = apply_fields(manifest, fields)
+    fields = fields_from_manifest(with_job)
+    fields.level2[0].job = None
+
+    result = apply_fields(with_job, fields)
+
+    assert result == manifest
+
+
+def test_an_entry_with_explicit_level2_fields_and_a_job_is_left_alone_when_untouched():
+    manifest = _level2_gang_on_node()
+    entry = manifest["spec"]["scheduling"]["replicatedJobs"][0]
+    entry["job"] = {"schedulingPolicy": {"gang": {}}}
+
+    assert apply_fields(manifest, fields_from_manifest(manifest)) == manifest

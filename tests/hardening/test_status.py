@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from runtimes.choices import RevisionSource
@@ -171,7 +172,7 @@ def test_a_vanished_object_is_missing_and_offers_reapply_only(
     client.force_login(alice)
     html = client.get("/cluster/runtimes/calm/drift/").content.decode()
     assert "Missing on the cluster" in html
-    assert 'value="reapply"' in html
+    assert reverse("runtimes:drift-reapply", args=["calm"]) in html
     assert 'value="adopt"' not in html
     assert "Unified diff" not in html  # nothing to compare: no diff that the change list would contradict
 

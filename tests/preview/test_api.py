@@ -320,3 +320,31 @@ def test_it_previews_on_the_live_cluster_once_a_snapshot_exists(api, policies, s
     assert result["verdict"]["fits"] is False
     assert f"no node carries the rack label '{RACK}'" in result["verdict"]["explanation"][0]
     assert block_gang.json()["verdict"]["fits"] is True
+
+
+def test_the_default_topology_is_the_live_cluster_when_a_snapshot_exists_as_on_the_page(
+    api, policies, settings, tmp_path
+):
+    import time
+
+    from runtimes.forms.preview import form_defaults
+    from trainer_portal.cluster.snapshots import save_live_snapshot, topology_keys
+    from trainer_portal.placement.snapshot import ClusterSnapshot
+    from trainer_portal.placement.tracker import LiveSnapshot
+
+    settings.VAR_DIR = tmp_path
+    no_source = {**body(2), "topology": dict(SMALL)}
+
+    before = api.post(saved("torch-l2"), no_source, format="json")
+    assert before.status_code == 200, before.content
+    assert before.json()["topologySource"] == "synthetic" == form_defaults()["source"]
+
+    snapshot = ClusterSnapshot.from_objects(_nodes_without_rack_labels(4), keys=topology_keys())
+    save_live_snapshot(LiveSnapshot(snapshot=snapshot, taken_at=time.time(), label_counts={}, source="list"))
+    after = api.post(saved("torch-l2"), no_source, format="json")
+    assert after.status_code == 200, after.content
+    assert after.json()["topologySource"] == "live" == form_defaults()["source"]
+    assert after.json()["topology"]["nodes"] == 4
+    # Asking for the synthetic cluster still gets it, and says so.
+    chosen = api.post(saved("torch-l2"), body(2), format="json").json()
+    assert chosen["topologySource"] == "synthetic"

@@ -177,7 +177,9 @@ def test_it_escapes_domain_names_in_the_heat_map():
 
     assert "<z>" not in html and "&lt;z&gt;" in html
     assert "b&amp;1" in html
-    assert 'title="&quot;r&quot;: 1/8 free, 3 pods placed"' in html
+    assert 'title="rack &quot;r&quot;: 1 of 8 GPUs free, 3 pods placed"' in html
+    # Zones and blocks are labelled as such, with their free GPUs.
+    assert "zone <b>&lt;z&gt;</b>" in html and "block b&amp;1<small>1/8 free</small>" in html
 
 
 # --------------------------------------------------------------------------------------------------- panel

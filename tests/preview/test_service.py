@@ -341,3 +341,32 @@ def test_it_aggregates_a_50k_node_cluster_to_racks():
     assert all(len(zone["blocks"]) == 8 for zone in heatmap["zones"])
     assert sum(rack["placed"] for rack in racks) == 1000
     assert result["verdict"]["fits"] is True
+
+
+# --------------------------------------------------------------------------------------------------- wording
+
+
+ONE_NODE = {"zones": 1, "blocksPerZone": 1, "racksPerBlock": 1, "nodesPerRack": 1, "source": "synthetic"}
+
+
+def test_a_policy_without_gang_scheduling_is_not_said_to_have_a_pod_group_admitted():
+    result = preview_manifest(manifest=new_runtime("plain", num_nodes=1), request=request(1, topology=ONE_NODE))
+    summary = result["verdict"]["summary"]
+    assert "no gang scheduling" in summary and "PodGroup" not in summary
+    assert result["verdict"]["explanation"] == ["node (no PodGroup): 1 pod fits on 1 node"]
+
+
+def test_counts_of_one_are_singular():
+    result = preview_manifest(manifest=level1(), request=request(1, topology=ONE_NODE))
+    description = result["topology"]["description"]
+    assert description.startswith("synthetic: 1 zone × 1 block × 1 rack × 1 node × 8 GPUs = 1 node,")
+    assert "1 rack in 1 zone" in result["heatmap"]["label"] and "uses 1 rack." in result["heatmap"]["label"]
+    assert " 1 nodes" not in str(result) and " 1 racks" not in str(result)
+    assert result["verdict"]["summary"] == "The TrainJob fits: its gang PodGroup can be admitted now."
+
+
+def test_basic_pods_that_cannot_all_be_placed_are_not_called_a_fit():
+    manifest = level1()
+    manifest["spec"]["scheduling"]["schedulingPolicy"] = {"basic": {}}
+    result = preview_manifest(manifest=manifest, request=request(4, topology=ONE_NODE))
+    assert result["verdict"]["summary"].startswith("The TrainJob starts partly: 3 pods without gang scheduling")

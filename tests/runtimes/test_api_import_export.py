@@ -246,7 +246,9 @@ def test_validate_reports_errors_and_warnings_and_saves_nothing(db, api):
     assert response.status_code == 200
     body = response.json()
     assert body["ok"] is False
-    assert body["errors"][0]["path"] == "spec.scheduling.replicatedJobs[0].targetReplicatedJobs[0]"
+    # The same convention as create: `path` in the request body, `manifestPath` inside the manifest.
+    assert body["errors"][0]["path"] == "manifest.spec.scheduling.replicatedJobs[0].targetReplicatedJobs[0]"
+    assert body["errors"][0]["manifestPath"] == "spec.scheduling.replicatedJobs[0].targetReplicatedJobs[0]"
     assert body["warnings"][0]["severity"] == "warning"
     assert body["scheduling"]["mode"] == "level2"
     assert not RuntimePolicy.objects.exists()

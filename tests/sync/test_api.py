@@ -38,7 +38,7 @@ def test_it_accepts_a_sync_with_a_status_url_and_applies_on_commit(
         response = as_alice.post("/api/v1/runtimes/api-one/sync/")
     assert response.status_code == 202
     body = response.json()
-    assert (body["revision"], body["state"], body["statusUrl"]) == (1, "queued", "/api/v1/runtimes/api-one/sync/")
+    assert (body["revision"], body["state"], body["statusUrl"]) == (1, "queued", "http://testserver/api/v1/runtimes/api-one/sync/")
     assert response["Location"] == body["statusUrl"]
     assert len(callbacks) == 1
 
@@ -113,7 +113,7 @@ def test_an_unknown_sync_batch_is_404_on_both_paths(as_alice):
 def test_the_deprecated_sync_jobs_path_answers_like_sync_batches(make_policy, as_alice):
     make_policy("alias-a")
     accepted = as_alice.post("/api/v1/runtimes/sync/", {}, format="json").json()
-    assert accepted["statusUrl"] == f"/api/v1/sync-batches/{accepted['batch']}/"
+    assert accepted["statusUrl"] == f"http://testserver/api/v1/sync-batches/{accepted['batch']}/"
     assert accepted["job"] == accepted["batch"]
     new = as_alice.get(accepted["statusUrl"]).json()
     old = as_alice.get(f"/api/v1/sync-jobs/{accepted['job']}/").json()
@@ -160,7 +160,9 @@ def test_drift_resolve_adopt_and_reapply(cluster, gateway, ctr, make_policy, as_
 def test_impact_endpoint(cluster, make_policy, as_bob):
     make_policy("api-impact", num_nodes=3)
     body = as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=5").json()
-    assert body["num_nodes"] == 5
-    assert body["new"]["total_pods"] == 5
+    assert body["numNodes"] == body["num_nodes"] == 5  # the snake_case spelling stays for one release
+    assert body["new"]["totalPods"] == 5
     assert body["old"]["error"] == "Not applied yet."
+    camel = as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=5&dialect=camel").json()
+    assert "num_nodes" not in camel and "podGroups" in camel["new"]
     assert as_bob.get("/api/v1/runtimes/api-impact/sync/impact/?numNodes=zero").status_code == 400

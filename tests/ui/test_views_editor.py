@@ -347,5 +347,24 @@ def test_the_topology_key_picker_offers_the_label_keys_on_the_clusters_nodes(cli
 
     page = client.get("/runtimes/new/").content.decode()
 
-    assert '<option value="example.com/pod-of-racks" label="1 nodes, 1 values: pod-7 (1)">' in page
+    assert '<option value="example.com/pod-of-racks" label="1 node, 1 value: pod-7 (1)">' in page
     assert '<option value="topology.kubernetes.io/rack" label="3 nodes, 2 values: r0 (2), r1 (1)">' in page
+
+
+@pytest.mark.django_db
+def test_the_topology_key_picker_counts_every_node_and_value_beyond_the_listed_ones(client, alice):
+    from sandbox.topology import make_node
+    from trainer_portal.cluster import snapshots
+    from trainer_portal.placement.tracker import MAX_LABEL_VALUES, TopologyTracker
+
+    tracker = TopologyTracker(snapshots.topology_keys())
+    count = MAX_LABEL_VALUES * 2 + 10
+    nodes = [make_node(f"n{i}", zone="zone-a", block="b1", rack=f"r{i:03d}") for i in range(count)]
+    tracker.relist_nodes(nodes, "1")
+    snapshots.save_live_snapshot(tracker.to_live(source="list"))
+    client.force_login(alice)
+
+    page = client.get("/runtimes/new/").content.decode()
+
+    assert f'<option value="topology.kubernetes.io/rack" label="{count} nodes, {count} values: ' in page
+    assert f'<option value="topology.kubernetes.io/zone" label="{count} nodes, 1 value: zone-a ({count})">' in page

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from trainer_portal.api.dialect import camel_body, wants_legacy_keys
 from trainer_portal.permissions import IsViewer
 
 from . import selectors
@@ -17,14 +18,14 @@ ERROR_BODY = {"$ref": "#/components/schemas/Error"}
 
 
 class ClusterVersionSerializer(serializers.Serializer):
-    git_version = serializers.CharField(allow_blank=True)
+    gitVersion = serializers.CharField(allow_blank=True)
     major = serializers.CharField(allow_blank=True)
     minor = serializers.CharField(allow_blank=True)
     platform = serializers.CharField(allow_blank=True)
 
 
 class ClusterApiCheckSerializer(serializers.Serializer):
-    group_version = serializers.CharField()
+    groupVersion = serializers.CharField()
     served = serializers.BooleanField()
     error = serializers.CharField(allow_blank=True)
     hint = serializers.CharField(allow_blank=True)
@@ -49,18 +50,18 @@ class ClusterStatusSerializer(serializers.Serializer):
     """The cluster connection status; when unreachable, ``error`` and ``hint`` say why and what to do."""
 
     connection = serializers.CharField()
-    field_manager = serializers.CharField()
+    fieldManager = serializers.CharField()
     reachable = serializers.BooleanField()
     server = serializers.CharField(required=False, help_text="Only when reachable.")
     error = serializers.CharField(allow_blank=True)
     hint = serializers.CharField(allow_blank=True)
     version = ClusterVersionSerializer(allow_null=True)
     apis = ClusterApiCheckSerializer(many=True)
-    scheduling_versions = serializers.ListField(child=serializers.CharField())
-    crd_scheduling = CrdSchedulingProbeSerializer(allow_null=True)
+    schedulingVersions = serializers.ListField(child=serializers.CharField())
+    crdScheduling = CrdSchedulingProbeSerializer(allow_null=True)
     permissions = ClusterPermissionSerializer(many=True)
-    checked_at = serializers.FloatField(help_text="Unix time of the check.")
-    elapsed_ms = serializers.FloatField()
+    checkedAt = serializers.FloatField(help_text="Unix time of the check.")
+    elapsedMs = serializers.FloatField()
 
 
 class ClusterApi(APIView):
@@ -73,10 +74,12 @@ class ClusterApi(APIView):
         summary="Cluster connection status",
         description="How the portal connects, whether the API server answers, its version, the served APIs, "
         "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
-        "an unreachable cluster has `reachable: false` with `error` and `hint`.",
+        "an unreachable cluster has `reachable: false` with `error` and `hint`. Keys are camelCase; until the "
+        "next release each also appears under its first-release snake_case name (`field_manager`, …) unless "
+        "`?dialect=camel` is given.",
         responses={200: ClusterStatusSerializer,
                    403: OpenApiResponse(ERROR_BODY, description="Not logged in, or your role may not do this.")},
         tags=["cluster sync"],
     )
     def get(self, request):
-        return Response(selectors.cluster_status())
+        return Response(camel_body(selectors.cluster_status(), legacy=wants_legacy_keys(request)))

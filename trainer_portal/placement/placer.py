@@ -112,9 +112,9 @@ class Placer:
             explanation = self._explain(view, request, shape, CLUSTER, HOST, 1, None,
                                         view.counts(shape, 0, HOST, 1, restrict), restrict, have=placed)
         if fits and placed == need:
-            message = f"{request.name}: {need:,} {unit_label(need, 1)} fit"
+            message = f"{request.name}: {need:,} {_pods_fit(need)}"
             if pods:
-                message += f" on {len(pods):,} nodes"
+                message += f" on {_nodes(len(pods))}"
         elif request.policy == BASIC:
             message = (f"{request.name}: basic group, {placed:,} of {need:,} pods can be placed now; the rest wait "
                        f"individually")
@@ -177,9 +177,9 @@ class Placer:
         placed = sum(pods.values()) if pods else request.pod_count
         where = domain_title(self.snapshot, level, domain_id) if domain_id is not None else \
             f"{domains} {'zone' if domains == 1 else 'zones'}"
-        message = f"{request.name}: {placed:,} pods fit in {where}"
+        message = f"{request.name}: {placed:,} {_pods_fit(placed)} in {where}"
         if pods:
-            message += f" on {len(pods):,} nodes"
+            message += f" on {_nodes(len(pods))}"
         return Outcome(True, placed, pods, level, domain_id, assignments, None, message, shape)
 
     def _no_fit(self, view: View, request: PlacementRequest, shape: Shape, level: int, best: int | None,
@@ -310,3 +310,12 @@ class Placer:
         return np.bincount(self.snapshot.domain[level, : view.n], weights=weights,
                            minlength=view.n_domains[level]).astype(np.int64)
 
+
+def _pods_fit(count: int) -> str:
+    """Return "pod fits" or "pods fit" for `count` pods (messages read as sentences)."""
+    return "pod fits" if count == 1 else "pods fit"
+
+
+def _nodes(count: int) -> str:
+    """Return e.g. "1 node" or "2,048 nodes"."""
+    return f"{count:,} {'node' if count == 1 else 'nodes'}"

@@ -21,7 +21,8 @@ class LiveSnapshot:
     """A saved live snapshot: the placement snapshot plus when it was taken and what the nodes' labels are.
 
     ``label_counts`` maps each node label key to ``{value: number of nodes}`` (at most ``MAX_LABEL_VALUES`` values
-    per key, most common first); ``source`` is "watch" or "list"; ``stats`` holds watch counters.
+    per key, most common first); ``label_totals`` maps each key to ``(nodes carrying it, distinct values)`` over
+    all nodes, uncapped; ``source`` is "watch" or "list"; ``stats`` holds watch counters.
     """
 
     snapshot: ClusterSnapshot
@@ -30,6 +31,7 @@ class LiveSnapshot:
     source: str
     server: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    label_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def age_seconds(self) -> float:
@@ -37,11 +39,17 @@ class LiveSnapshot:
         return max(0.0, time.time() - self.taken_at)
 
     def label_keys(self) -> list[dict[str, Any]]:
-        """Return ``[{key, nodes, values: [{value, count}]}]`` sorted by key, for the topology-key picker."""
+        """Return ``[{key, nodes, distinct, values: [{value, count}]}]`` sorted by key, for the topology-key picker.
+
+        ``nodes`` and ``distinct`` count every node and value; ``values`` lists the most common ones only.
+        """
+        # Snapshots saved before the totals existed carry none: their capped counts are all there is.
+        totals = getattr(self, "label_totals", None) or {}
         return [
             {
                 "key": key,
-                "nodes": sum(values.values()),
+                "nodes": totals[key][0] if key in totals else sum(values.values()),
+                "distinct": totals[key][1] if key in totals else len(values),
                 "values": [{"value": value, "count": count} for value, count in values.items()],
             }
             for key, values in sorted(self.label_counts.items())
@@ -108,13 +116,20 @@ class TopologyTracker:
             self.pod_keys.add(key)
         self.changed = True
 
-    def label_counts(self) -> dict[str, dict[str, int]]:
-        """Return ``{label key: {value: count}}`` over the present nodes (top values per key)."""
+    def _label_counters(self) -> dict[str, Counter]:
         per_key: dict[str, Counter] = {}
         for labels in self.node_labels.values():
             for key, value in labels.items():
                 per_key.setdefault(key, Counter())[value] += 1
-        return {key: dict(counter.most_common(MAX_LABEL_VALUES)) for key, counter in per_key.items()}
+        return per_key
+
+    def label_counts(self) -> dict[str, dict[str, int]]:
+        """Return ``{label key: {value: count}}`` over the present nodes (top values per key)."""
+        return {key: dict(counter.most_common(MAX_LABEL_VALUES)) for key, counter in self._label_counters().items()}
+
+    def label_totals(self) -> dict[str, tuple[int, int]]:
+        """Return ``{label key: (nodes carrying it, distinct values)}`` over the present nodes, uncapped."""
+        return {key: (counter.total(), len(counter)) for key, counter in self._label_counters().items()}
 
     def to_live(self, *, source: str, server: str = "", stats: dict | None = None) -> LiveSnapshot:
         """Return a :class:`LiveSnapshot` holding a copy of the current snapshot."""
@@ -125,6 +140,7 @@ class TopologyTracker:
             source=source,
             server=server,
             stats=stats or {},
+            label_totals=self.label_totals(),
         )
 
 

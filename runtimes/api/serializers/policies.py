@@ -115,7 +115,11 @@ class TextField(serializers.CharField):
 class ProblemSerializer(serializers.Serializer):
     """One validation problem."""
 
-    path = serializers.CharField(help_text="Field path inside the manifest, e.g. spec.mlPolicy.numNodes.")
+    path = serializers.CharField(
+        help_text="Where in the request body, e.g. manifest.spec.mlPolicy.numNodes (spec.mlPolicy.numNodes when "
+        "the manifest was the whole body), as in the error fields of create and update."
+    )
+    manifestPath = serializers.CharField(required=False, help_text="Where in the manifest: spec.mlPolicy.numNodes.")
     message = serializers.CharField()
     severity = serializers.ChoiceField(choices=["error", "warning"])
     code = serializers.CharField()
@@ -123,6 +127,7 @@ class ProblemSerializer(serializers.Serializer):
 
 class ErrorFieldSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="e.g. manifest.spec.scheduling.replicatedJobs[0].targetReplicatedJobs")
+    manifestPath = serializers.CharField(required=False, help_text="Manifest problems: the path inside the manifest.")
     message = serializers.CharField()
     code = serializers.CharField()
     severity = serializers.CharField(required=False)

@@ -36,7 +36,12 @@ def _bounded(key: str, default: int) -> serializers.IntegerField:
 class PreviewTopologySerializer(serializers.Serializer):
     """Where to place: the synthetic generator's parameters, or the live cluster snapshot."""
 
-    source = serializers.ChoiceField(choices=[SOURCE_SYNTHETIC, SOURCE_LIVE], required=False, default=SOURCE_SYNTHETIC)
+    source = serializers.ChoiceField(
+        choices=[SOURCE_SYNTHETIC, SOURCE_LIVE],
+        required=False,
+        help_text="Default: live when the worker has a snapshot of the cluster, else synthetic (as on the preview "
+        "page). The response's topologySource says which one was used.",
+    )
     zones = _bounded("zones", _DEFAULTS.zones)
     blocksPerZone = _bounded("blocksPerZone", _DEFAULTS.blocks_per_zone)
     racksPerBlock = _bounded("racksPerBlock", _DEFAULTS.racks_per_block)
@@ -147,6 +152,11 @@ PreviewResponseSerializer = inline_serializer(
         "placement": serializers.JSONField(help_text="The engine's result: per group fits, domain, pods per node, "
                                                      "span, explanation, fragmentation after placement."),
         "heatmap": serializers.JSONField(help_text="zones → blocks → racks with free/total GPUs and placed pods."),
+        "topologySource": serializers.ChoiceField(
+            choices=[SOURCE_SYNTHETIC, SOURCE_LIVE, "snapshot"],
+            help_text="The topology the placement used: live (the worker's cluster snapshot), synthetic, or "
+            "snapshot (one given by the caller).",
+        ),
         "topology": serializers.JSONField(help_text="Source, node count, label keys and snapshot age."),
         "caveat": serializers.CharField(),
         "warnings": serializers.ListField(child=serializers.CharField()),

@@ -111,13 +111,18 @@ class SyncBatchItemSerializer(serializers.Serializer):
     revision = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
+    error = serializers.CharField(allow_blank=True, help_text="The cluster's message when the item failed.")
+    errorFields = serializers.ListField(
+        child=serializers.DictField(), help_text="The fields the cluster named (also `error_fields` until the next "
+        "release)."
+    )
 
 
 class SyncBatchProgressSerializer(serializers.Serializer):
     """Progress of a bulk sync; items whose policy was deleted count as done."""
 
     id = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    createdAt = serializers.DateTimeField(help_text="Also `created_at` until the next release.")
     total = serializers.IntegerField()
     done = serializers.IntegerField()
     succeeded = serializers.IntegerField()
@@ -134,37 +139,42 @@ class ImpactTrainJobSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
     created = serializers.CharField(allow_blank=True, help_text="creationTimestamp")
+    state = serializers.CharField(help_text="The TrainJob's latest true condition (Complete, Failed…), else Pending.")
 
 
 class ImpactPodGroupSerializer(serializers.Serializer):
     template = serializers.CharField()
     level = serializers.IntegerField()
     policy = serializers.ChoiceField(choices=["gang", "basic"])
-    min_count = serializers.IntegerField(allow_null=True)
-    topology_key = serializers.CharField(allow_null=True)
-    replicated_jobs = serializers.ListField(child=serializers.CharField())
-    pod_count = serializers.IntegerField()
+    minCount = serializers.IntegerField(allow_null=True)
+    topologyKey = serializers.CharField(allow_null=True)
+    replicatedJobs = serializers.ListField(child=serializers.CharField())
+    podCount = serializers.IntegerField()
     kind = serializers.CharField()
 
 
 class ImpactSideSerializer(serializers.Serializer):
-    """The PodGroups one revision produces for ``num_nodes``."""
+    """The PodGroups one revision produces for ``numNodes``."""
 
-    pod_groups = ImpactPodGroupSerializer(many=True)
+    podGroups = ImpactPodGroupSerializer(many=True)
     error = serializers.CharField(allow_blank=True)
-    total_pods = serializers.IntegerField()
+    totalPods = serializers.IntegerField()
 
 
 class SyncImpactSerializer(serializers.Serializer):
-    """What applying the current revision changes: old = the applied revision, new = the current one."""
+    """What applying the current revision changes: old = the applied revision, new = the current one.
+
+    Keys are camelCase; until the next release each renamed key also appears under its first-release snake_case
+    name (``num_nodes``, ``pod_groups``, …) unless ``?dialect=camel`` is given.
+    """
 
     note = serializers.CharField()
     trainjobs = ImpactTrainJobSerializer(many=True, help_text="TrainJobs whose runtimeRef names this runtime.")
-    trainjobs_error = serializers.CharField(allow_blank=True, help_text="Why TrainJobs could not be listed.")
-    num_nodes = serializers.IntegerField()
+    trainjobsError = serializers.CharField(allow_blank=True, help_text="Why TrainJobs could not be listed.")
+    numNodes = serializers.IntegerField()
     old = ImpactSideSerializer()
     new = ImpactSideSerializer()
-    yaml_diff = serializers.CharField(allow_blank=True)
+    yamlDiff = serializers.CharField(allow_blank=True)
 
 
 # --------------------------------------------------------------------------------------------------- drift

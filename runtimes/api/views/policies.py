@@ -34,6 +34,7 @@ from runtimes.domain.policy import scheduling_summary
 from runtimes.errors import (
     PolicyNotFound,
     RevisionNotFound,
+    body_problems,
 )
 from runtimes.services import policies as policy_services
 from trainer_portal.api.renderers import SafeJSONRenderer
@@ -464,6 +465,9 @@ class PolicyValidateApi(PolicyApiView):
     )
     def post(self, request):
         data = request.data
+        # Problem paths name the place in the request body (as on create): under "manifest." when it carried the
+        # manifest there; manifestPath is the path inside the manifest either way.
+        wrapped = isinstance(data, dict) and isinstance(data.get("manifest"), dict) and not is_yaml(request)
         if isinstance(data, dict) and "manifest" not in data and "text" not in data and ("kind" in data):
             data = {"manifest": data}
         if is_yaml(request):
@@ -475,14 +479,15 @@ class PolicyValidateApi(PolicyApiView):
                 manifest = load_runtime(body["text"])
             except ManifestError as exc:
                 problem = policy_services.parse_problem(exc)
-                return Response({"ok": False, "errors": [problem], "warnings": [], "scheduling": None})
+                return Response({"ok": False, "errors": body_problems([problem], wrapped=False), "warnings": [],
+                                 "scheduling": None})
         report = policy_services.policy_validate(manifest=manifest)
         summary = scheduling_summary(manifest)
         return Response(
             {
                 "ok": report.ok,
-                "errors": [p.as_dict() for p in report.errors],
-                "warnings": [p.as_dict() for p in report.warnings],
+                "errors": body_problems([p.as_dict() for p in report.errors], wrapped=wrapped),
+                "warnings": body_problems([p.as_dict() for p in report.warnings], wrapped=wrapped),
                 "scheduling": {"mode": summary.mode, "summary": summary.text, "levels": list(summary.levels)},
             }
         )

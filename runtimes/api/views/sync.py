@@ -28,6 +28,7 @@ from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
 from runtimes.errors import SyncRefused
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync, sync_batches
+from trainer_portal.api.dialect import camel_body, wants_legacy_keys
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
 
 TAGS = ["cluster sync"]
@@ -83,7 +84,7 @@ class RuntimeSyncApi(APIView):
         policy = selectors.policy_get(name=name)
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
         revision = sync.policy_sync_request(policy=policy, force=force)
-        url = reverse("api-runtime-sync", kwargs={"name": policy.name})
+        url = request.build_absolute_uri(reverse("api-runtime-sync", kwargs={"name": policy.name}))
         return Response(
             {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
             status=status.HTTP_202_ACCEPTED,
@@ -121,7 +122,8 @@ class RuntimeSyncImpactApi(APIView):
     def get(self, request, name: str):
         policy = selectors.policy_get(name=name)
         num_nodes = sync.impact_num_nodes(request.query_params.get("numNodes"))
-        return Response(sync.policy_sync_impact(policy=policy, num_nodes=num_nodes))
+        impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
+        return Response(camel_body(impact, legacy=wants_legacy_keys(request)))
 
 
 class RuntimesBulkSyncApi(APIView):
@@ -147,7 +149,7 @@ class RuntimesBulkSyncApi(APIView):
         serializer.is_valid(raise_exception=True)
         names = serializer.validated_data.get("names")
         batch = sync.policies_sync_request(names=names, actor=request.user)
-        url = reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex})
+        url = request.build_absolute_uri(reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex}))
         # "job" repeats "batch" for clients of the first release (deprecated with /sync-jobs/).
         return Response(
             {"batch": batch.id.hex, "job": batch.id.hex, "total": len(batch.items), "statusUrl": url},
@@ -165,7 +167,8 @@ class SyncBatchApi(APIView):
         operation_id="sync_batch_progress",
         summary="Progress of a bulk sync",
         description="Counts of done, succeeded and pending items, the failures with their errors, and each item's "
-        "status. Batches are kept for a week.",
+        "status. Batches are kept for a week. Keys are camelCase; until the next release `created_at` and "
+        "`error_fields` also appear under those first-release names unless `?dialect=camel` is given.",
         responses={
             200: ss.SyncBatchProgressSerializer,
             **FORBIDDEN,
@@ -174,7 +177,8 @@ class SyncBatchApi(APIView):
         tags=TAGS,
     )
     def get(self, request, batch_id: str):
-        return Response(sync_batches.sync_batch_progress(batch_id=batch_id))
+        progress = sync_batches.sync_batch_progress(batch_id=batch_id)
+        return Response(camel_body(progress, legacy=wants_legacy_keys(request)))
 
 
 class SyncJobApi(SyncBatchApi):
@@ -266,7 +270,7 @@ class DriftResolveApi(APIView):
         policy = selectors.policy_get(name=name)
         revision = sync.policy_drift_resolve(policy=policy, action=action, actor=request.user)
         policy.refresh_from_db()
-        url = reverse("api-runtime-sync", kwargs={"name": policy.name})
+        url = request.build_absolute_uri(reverse("api-runtime-sync", kwargs={"name": policy.name}))
         code = status.HTTP_202_ACCEPTED if revision is not None else status.HTTP_200_OK
         return Response({"action": action, "sync": sync_status_data(policy), "statusUrl": url}, status=code)
 
