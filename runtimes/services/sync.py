@@ -369,18 +369,23 @@ def policies_drift_check_observed(
     """Check applied policies against the live objects a watch observed; record each result; return (results, names
     whose check failed and should be retried).
 
-    ``live_by_name`` maps a runtime's name to its last observed object (a name absent from it is missing on the
-    cluster); ``names`` limits the check to those policies (None: every applied policy). A live object unchanged
-    since the last check takes the fast path (no cluster call); a changed one costs one dry-run apply.
+    ``live_by_name`` maps a runtime's name to its last observed object; ``names`` limits the check to those policies
+    (None: every applied policy). An observed object that is the recorded one takes the fast path (no cluster
+    call); any other change (or a deletion) is read again and, if it differs, costs one dry-run apply.
     """
     gateway = gateway or get_gateway()
     rows = RuntimePolicy.objects.filter(sync_state__in=LIVE_SYNC_STATES)
     if names is not None:
         rows = rows.filter(name__in=list(names))
     results, retry = [], []
-    for policy_id, name in rows.values_list("pk", "name"):
+    for policy_id, name, applied_rv in rows.values_list("pk", "name", "applied_resource_version"):
+        observed = live_by_name.get(name)
+        observed_rv = ((observed or {}).get("metadata") or {}).get("resourceVersion")
+        # An observation is trusted only when it is what was last recorded; otherwise it may be older than the
+        # apply that was recorded meanwhile (a false drift), so the check reads the object itself.
+        live = observed if observed is not None and observed_rv == applied_rv else ...
         try:
-            result = policy_drift_check(policy_id=policy_id, live=live_by_name.get(name), gateway=gateway)
+            result = policy_drift_check(policy_id=policy_id, live=live, gateway=gateway)
         except kube.KubeError as exc:
             logger.warning("drift check of %s failed: %s", name, exc.message)
             retry.append(name)
