@@ -41,6 +41,13 @@ def eager():
 
     saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    # An eager call still takes a producer from kombu's process-wide pools; start from fresh ones whatever closed
+    # them before.
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
