@@ -22,3 +22,5 @@ class RuntimesConfig(AppConfig):
                                       lambda request: {"state_counts": selectors.sync_state_counts(),
                                                        "attention": selectors.policies_needing_attention(),
                                                        "batch_id": batch_id_in(request)}))
+        register_page_panel(PagePanel("runtimes-topology-gate", "aside", "runtimes/_cluster_topology_gate.html",
+                                      lambda request: {"policies": selectors.policies_with_ignored_topology()}))

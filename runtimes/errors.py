@@ -189,3 +189,57 @@ class SyncBatchNotFound(PolicyError):
     def __init__(self, batch_id: str) -> None:
         self.batch_id = batch_id
         super().__init__(f"No sync batch '{batch_id}'.")
+
+
+CONFIRM_STARTUP_DEADLOCK = "confirmStartupDeadlock"
+
+
+def _problem_fields(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [field(p.get("path", ""), p.get("message", ""), p.get("code", "invalid")) for p in problems]
+
+
+class NotApplicable(SyncRefused):
+    """The policy cannot be applied as stored: it has errors, kept from an import or adoption (decision D18) or found
+    against the last cluster check (e.g. the CRD's disruptionMode form, D9).
+
+    `problems` are the errors, each `{path, message, severity, code}`; they are also the API's `fields`.
+    """
+
+    code = "not_applicable"
+    status = 409
+
+    def __init__(self, name: str, problems: list[dict[str, Any]]) -> None:
+        self.name = name
+        self.problems = problems
+        first = problems[0]
+        super().__init__(
+            f"'{name}' has {len(problems)} error(s) this cluster would reject (kept from an import or adoption, or "
+            f"found by the last cluster check; first: {first['path']}: {first['message']}); fix them in the editor "
+            "and save, then apply.",
+            fields=_problem_fields(problems),
+        )
+
+
+class StartupDeadlockUnconfirmed(SyncRefused):
+    """Applying would install a policy whose gang can never reach minCount (dependsOn inside one gang), and the
+    caller did not confirm it. `names` are the policies concerned; `problems` the deadlock warnings. The API's
+    `fields` name `confirmStartupDeadlock` first, then the gangs."""
+
+    code = "startup_deadlock_unconfirmed"
+    status = 409
+
+    def __init__(self, names: list[str], problems: list[dict[str, Any]]) -> None:
+        self.names = names
+        self.problems = problems
+        which = ", ".join(names)
+        confirm = field(
+            CONFIRM_STARTUP_DEADLOCK,
+            "set to true to apply a policy whose gang never reaches minCount (startup order)",
+            "required",
+        )
+        super().__init__(
+            f"{which}: a gang never schedules on a real cluster (startup order: a ReplicatedJob waits for another in "
+            f"its own gang, so minCount is never reached). Send {CONFIRM_STARTUP_DEADLOCK}: true (or tick the "
+            "confirmation) to apply anyway, or give the dependent ReplicatedJobs separate entries.",
+            fields=[confirm, *_problem_fields(problems)],
+        )

@@ -80,6 +80,11 @@ class RuntimePolicy(models.Model):
         max_length=16, choices=ClusterState, default=ClusterState.NOT_APPLIED,
         help_text="What the cluster holds, as last seen by an apply or a drift check.",
     )
+    sync_startup_deadlock_confirmed = models.BooleanField(
+        default=False,
+        help_text="The last apply request confirmed that a gang of this policy never reaches minCount (a dependsOn "
+        "pair inside one gang).",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -164,3 +164,36 @@ def policies_bulk_apply_plan() -> list[dict[str, Any]]:
             }
         )
     return plan
+
+
+def policies_with_ignored_topology() -> list[dict[str, Any]]:
+    """Return ``[{name, problems: [{path, message}]}]`` of the policies whose topology constraints the cluster
+    ignores, when the last cluster check found the TopologyAwareWorkloadScheduling gate off ([] otherwise)."""
+    from trainer_portal.cluster import selectors as cluster_selectors
+
+    from .domain.policy import ValidationOptions, validate_runtime
+
+    if cluster_selectors.scheduling_facts()["topology_gate"] is not False:
+        return []
+    gate_off = ValidationOptions(topology_gate=False)
+    found = []
+    for name, manifest in RuntimePolicy.objects.order_by("name").values_list("name", "manifest"):
+        problems = [
+            {"path": p.path, "message": p.message}
+            for p in validate_runtime(manifest, gate_off).problems
+            if p.code == "scheduling.topology.gate_off"
+        ]
+        if problems:
+            found.append({"name": name, "problems": problems})
+    return found
+
+
+def manifest_in_cluster_form(manifest: dict) -> dict:
+    """Return `manifest` as exports and the guided form write it: every disruptionMode in the form the cluster's
+    ClusterTrainingRuntime CRD embeds, as the last cluster check found (decision D9); unchanged while that form is
+    unknown."""
+    from trainer_portal.cluster import selectors as cluster_selectors
+
+    from .domain.policy import convert_disruption_modes
+
+    return convert_disruption_modes(manifest, cluster_selectors.scheduling_facts()["disruption_mode"])

@@ -71,3 +71,20 @@ V24_MAX_LEVEL3_REPLICAS = 1
 # A level-3 (per-Job) gang with at least this many pods is flagged: every pod must fit one topology domain (a rack
 # of 8-GPU servers typically holds 4–8 of them). Decision D7 in docs/decisions.md.
 LARGE_LEVEL3_GANG = 8
+# Trainer v2.4.0 limits ReplicatedJob names in runtimes to 20 characters (kubeflow/trainer#4394): the controller
+# builds PodGroupTemplate and PodGroup names from them within the 63-character limit.
+MAX_REPLICATED_JOB_NAME_LENGTH = 20
+TRAINER_RJOB_NAME_CHANGE = "kubeflow/trainer#4394"
+
+# Kubernetes feature gates the v2.4 scheduling API depends on.
+GATE_TOPOLOGY = "TopologyAwareWorkloadScheduling"
+GATE_TRAINER_SCHEDULING = "TrainJobWorkloadAwareScheduling"
+GATE_TRAINER_COMPOSITE = "TrainJobCompositePodGroup"
+# Composite (gang-of-gangs) PodGroups are planned for the KEP's "Alpha 2", after Trainer v2.4.0.
+COMPOSITE_RELEASE_LABEL = "Alpha 2, not in Trainer v2.4.0"
+
+# How the installed ClusterTrainingRuntime CRD embeds the Kubernetes scheduling types (`disruptionMode`):
+# the v1alpha2 (1.36) string enum, or the 1.37 (v1beta1 / v1alpha3) union {single: {}} | {all: {}}.
+DISRUPTION_MODE_UNION = "union"
+DISRUPTION_MODE_STRING = "string"
+DISRUPTION_MODE_UNKNOWN = ""

@@ -18,7 +18,7 @@ import copy
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from . import constants as c
@@ -618,17 +618,55 @@ def _entry_key(entry: Level2Entry) -> tuple:
     return (list(entry.targets), entry.group, entry.job)
 
 
+def _untargeted(fields: PolicyFields) -> list[str]:
+    """Return the ReplicatedJobs of `fields` no level-2 entry targets (none unless level-2 entries are in use)."""
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return []
+    targeted = {t for entry in fields.level2 for t in entry.targets}
+    return [r.name for r in fields.replicated_jobs if r.name and r.name not in targeted]
+
+
+def _keep_targeted(fields: PolicyFields, current: PolicyFields) -> PolicyFields:
+    """Return `fields` with level-2 targets following ReplicatedJob renames, and a basic entry for every
+    ReplicatedJob the edit would leave untargeted (added, renamed or dropped from its entry).
+
+    Trainer v2.4 rejects an untargeted ReplicatedJob (decision D3); one that was already untargeted in `current`
+    is left alone, so the form's error and its one-click fix show it instead of a silent change.
+    """
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return fields
+    names = {r.name for r in fields.replicated_jobs}
+    renames = {
+        r.original_name: r.name
+        for r in fields.replicated_jobs
+        if r.original_name and r.original_name != r.name and r.original_name not in names
+    }
+    entries = [
+        replace(entry, targets=[renames.get(t, t) for t in entry.targets]) if renames else entry
+        for entry in fields.level2
+    ]
+    fields = replace(fields, level2=entries)
+    missing = [name for name in _untargeted(fields) if name not in set(_untargeted(current))]
+    step = c.MAX_TARGETS_PER_ENTRY
+    for start in range(0, len(missing), step):
+        entries.append(Level2Entry(targets=missing[start : start + step], group=GroupFields(policy="basic")))
+    return fields
+
+
 def apply_fields(manifest: dict | None, fields: PolicyFields) -> dict:
     """Return a NEW manifest: `manifest` (or an empty ClusterTrainingRuntime when None) with the form applied.
 
     Only form-owned fields whose value differs from what `manifest` says are written; every other field is
     preserved untouched with its key order; cleared optional values are removed, not written as null/empty.
+    Level-2 targets follow ReplicatedJob renames, and a ReplicatedJob the edit would leave untargeted gets a
+    basic entry (`_keep_targeted`).
     """
     if isinstance(manifest, dict):
         result = copy.deepcopy(manifest)
     else:
         result = {"apiVersion": c.API_VERSION, "kind": c.KIND, "metadata": {}, "spec": {}}
     current = fields_from_manifest(result)
+    fields = _keep_targeted(fields, current)
     _apply_metadata(result, fields, current)
     _apply_ml_policy(result, fields, current)
     _apply_replicated_jobs(result, fields, current)

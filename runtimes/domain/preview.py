@@ -52,10 +52,18 @@ API_V1BETA1 = SCHEDULING_V1BETA1
 API_V1ALPHA2 = SCHEDULING_V1ALPHA2
 
 
+# Trainer v2.4 supports Kubernetes 1.37+ only ("Workload beta APIs requires v1.37+"); 1.36 stays for comparison.
+NOT_SUPPORTED_BY_TRAINER = "not supported by Trainer v2.4"
 API_VERSIONS: dict[str, str] = {
     API_V1BETA1: "Kubernetes 1.37 (scheduling.k8s.io/v1beta1)",
-    API_V1ALPHA2: "Kubernetes 1.36 (scheduling.k8s.io/v1alpha2)",
+    API_V1ALPHA2: f"Kubernetes 1.36 (scheduling.k8s.io/v1alpha2) — {NOT_SUPPORTED_BY_TRAINER}",
 }
+UNSUPPORTED_API_WARNING = (
+    f"Kubernetes 1.36 (scheduling.k8s.io/v1alpha2) is {NOT_SUPPORTED_BY_TRAINER}, which needs Kubernetes 1.37+: "
+    "these are the objects a 1.36 cluster would take, for comparison only; choose 1.37 (scheduling.k8s.io/v1beta1) "
+    "for what Trainer v2.4 creates"
+)
+STARTUP_ORDER_VERDICT = "never schedules on a real cluster (startup order)"
 
 
 SOURCE_SYNTHETIC = "synthetic"
@@ -432,6 +440,23 @@ def short_placement(group: dict) -> str:
 def strip_name(message: str, name: str) -> str:
     prefix = f"{name}: "
     return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def startup_verdict(result: dict, deadlocks: list[str]) -> dict:
+    """Return the verdict `result` overridden for a policy whose gang can never reach minCount because of the
+    dependsOn start order (JobSet creates a dependent ReplicatedJob only once its dependency is Ready/Complete): it
+    never fits, whatever the capacity says. `deadlocks` are the lint messages (decision D8)."""
+    if not deadlocks:
+        return {**result, "startupDeadlock": False}
+    capacity = "there would be room for it" if result["fits"] else "it would not fit either"
+    return {
+        "fits": False,
+        "summary": f"The TrainJob {STARTUP_ORDER_VERDICT}: a gang waits for pods that are only created after it is "
+        f"scheduled ({capacity}).",
+        "explanation": [*deadlocks, *result["explanation"]],
+        "bindingLevel": result["bindingLevel"],
+        "startupDeadlock": True,
+    }
 
 
 def verdict(placement: dict) -> dict:

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 
 from runtimes.domain.constants import (
     ANCESTOR_STEPS,
+    COMPOSITE_RELEASE_LABEL,
     TOPOLOGY_RACK,
     TOPOLOGY_ZONE,
 )
@@ -29,7 +30,7 @@ SCHEDULING_CHOICES = [
     ("none", "None"),
     ("level1", "Level 1 — one gang for the whole TrainJob"),
     ("level2", "Level 2 — groups of ReplicatedJobs (+ optional level 3 per Job)"),
-    ("composite", "Composite — level 1 around level-2 groups (gang of gangs)"),
+    ("composite", f"Composite — level 1 around level-2 groups (gang of gangs; {COMPOSITE_RELEASE_LABEL})"),
     ("coscheduling", "Legacy coscheduling (podGroupPolicy)"),
     ("volcano", "Legacy Volcano (podGroupPolicy)"),
 ]
@@ -47,7 +48,7 @@ SCHEDULING_MODE_FILTER_CHOICES = [
     ("level2", "Level 2"),
     ("level3", "Level 3"),
     ("mixed", "Levels 2 + 3"),
-    ("composite", "Composite"),
+    ("composite", "Composite (Alpha 2)"),
     ("coscheduling", "Legacy coscheduling"),
     ("volcano", "Legacy Volcano"),
 ]

@@ -34,6 +34,7 @@ from runtimes.errors import (
     StaleVersion,
 )
 from runtimes.models import PolicyRevision, RuntimePolicy
+from trainer_portal.cluster import selectors as cluster_selectors
 
 MAX_MESSAGE_LENGTH = 500
 logger = logging.getLogger(__name__)
@@ -79,13 +80,18 @@ def validation_options() -> ValidationOptions:
     """Return the cluster facts validation depends on, from settings (read per call, never at import).
 
     `SCHEDULING_COMPOSITE_ENABLED` (default False: Trainer's composite PodGroup gates are alpha and off) and
-    `SCHEDULING_MAX_LEVEL3_REPLICAS` (default 1, Trainer v2.4); see docs/decisions.md D6 and D7.
+    `SCHEDULING_MAX_LEVEL3_REPLICAS` (default 1, Trainer v2.4); see docs/decisions.md D6 and D7. The topology gate
+    and the CRD's disruptionMode form come from the last cluster status check (D9, D11).
     """
     defaults = ValidationOptions()
+    # What the last cluster status check learnt (decisions D9, D11): unknown until the cluster page has been read.
+    facts = cluster_selectors.scheduling_facts()
     return ValidationOptions(
         composite_enabled=bool(getattr(settings, "SCHEDULING_COMPOSITE_ENABLED", defaults.composite_enabled)),
         max_level3_replicas=int(getattr(settings, "SCHEDULING_MAX_LEVEL3_REPLICAS", defaults.max_level3_replicas)),
         known_topology_keys=defaults.known_topology_keys,
+        disruption_mode_form=facts["disruption_mode"],
+        topology_gate=facts["topology_gate"],
     )
 
 
@@ -98,10 +104,11 @@ def policy_validate(*, manifest: Any) -> ValidationReport:
 def policy_create(*, manifest: Any, author: Any, message: str = "", source: str = RevisionSource.API) -> RuntimePolicy:
     """Create a policy from `manifest` with revision 1 and return it.
 
-    Raises PolicyInvalid when the manifest has errors and PolicyNameTaken when metadata.name is in use.
+    Raises PolicyInvalid when the manifest has errors (for an adoption, errors other than the importable ones of
+    Trainer v2.4.0, decision D18) and PolicyNameTaken when metadata.name is in use.
     """
     manifest = _clean_manifest(manifest)
-    report = _validate_or_raise(manifest)
+    report = _validate_or_raise(manifest, source=source)
     return _create(manifest=manifest, report=report, author=author, message=message, source=source)
 
 
@@ -127,7 +134,7 @@ def policy_update(
     if semantically_equal(policy.manifest, manifest):
         # Nothing to save and nothing to conflict with: the stored state is already what the caller wants.
         return policy
-    report = _validate_or_raise(manifest)
+    report = _validate_or_raise(manifest, source=source)
     return _update(
         policy=policy,
         manifest=manifest,
@@ -246,7 +253,8 @@ def policies_import(
         manifest = strip_server_fields(raw) if storage_problem is None else raw
         name = _manifest_name(manifest)
         report = validate_runtime(manifest, validation_options())
-        problems = [_problem_dict(p) for p in report.errors]
+        # Decision D18: a runtime broken only by the Trainer v2.4.0 rules is stored with its errors shown.
+        problems = [_problem_dict(p) for p in report.import_blocking_errors]
         if storage_problem is not None:
             problems.insert(0, storage_problem)
         if name and name in seen:
@@ -281,7 +289,7 @@ def policies_import(
 
         result = ImportResult()
         for doc, manifest, report in checked:
-            doc.problems = [_problem_dict(p) for p in report.warnings]
+            doc.problems = [_problem_dict(p) for p in [*report.errors, *report.warnings]]
             current = existing.get(doc.name)
             if current is None:
                 _create(manifest=manifest, report=report, author=author, message=message, source=RevisionSource.IMPORT)
@@ -397,9 +405,15 @@ def _bad_text(text: str) -> bool:
     return False
 
 
-def _validate_or_raise(manifest: dict) -> ValidationReport:
+# Where a manifest comes from something that already exists (a file, a cluster), so the Trainer v2.4.0 rules may
+# store it with their errors instead of losing it (decision D18).
+STORED_WITH_PROBLEMS_SOURCES = frozenset({RevisionSource.IMPORT, RevisionSource.ADOPT})
+
+
+def _validate_or_raise(manifest: dict, *, source: str = RevisionSource.API) -> ValidationReport:
     report = validate_runtime(manifest, validation_options())
-    if report.errors:
+    blocking = report.import_blocking_errors if source in STORED_WITH_PROBLEMS_SOURCES else report.errors
+    if blocking:
         raise PolicyInvalid([_problem_dict(p) for p in [*report.errors, *report.warnings]], report=report)
     return report
 
@@ -519,7 +533,8 @@ def _derived_fields(manifest: dict, report: ValidationReport) -> dict[str, Any]:
         "framework": _framework(manifest)[:63],
         "scheduling_mode": (summary.mode or "")[:32],
         "scheduling_summary": _truncate(summary.text or "", 200),
-        "warnings": [_problem_dict(p) for p in report.warnings],
+        # The problems of the current revision: warnings, plus the errors an import or adoption may store (D18).
+        "warnings": [_problem_dict(p) for p in [*report.errors, *report.warnings]],
     }
 
 

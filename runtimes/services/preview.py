@@ -25,9 +25,11 @@ from runtimes.domain.manifest import ManifestError, dump_many, load_runtime
 from runtimes.domain.placement_adapter import job_requests, requests_from_expansion
 from runtimes.domain.policy import ValidationOptions, validate_runtime
 from runtimes.domain.preview import (
+    API_V1ALPHA2,
     CAVEAT,
     FRAGMENTATIONS,
     SOURCE_LIVE,
+    UNSUPPORTED_API_WARNING,
     HeatBase,
     PreviewInputError,
     PreviewRequest,
@@ -40,6 +42,7 @@ from runtimes.domain.preview import (
     quality_items,
     short_placement,
     span,
+    startup_verdict,
     strip_name,
     verdict,
 )
@@ -409,7 +412,7 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "expansion": {key: value for key, value in expansion_dict.items() if key != "podGroups"},
         "manifests": manifests,
         "yaml": yaml_text,
-        "verdict": verdict(placement),
+        "verdict": startup_verdict(verdict(placement), _startup_deadlocks(manifest, request)),
         "span": span(placement, expansion.composite),
         "fragmentation": fragmentation_items(placement),
         "quality": locality,
@@ -419,5 +422,15 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
         "topologySource": used,
         "topology": topology,
         "caveat": CAVEAT,
-        "warnings": [*warnings, *expansion.warnings],
+        "warnings": [
+            *([UNSUPPORTED_API_WARNING] if request.api_version == API_V1ALPHA2 else []),
+            *warnings,
+            *expansion.warnings,
+        ],
     }
+
+
+def _startup_deadlocks(manifest: dict, request: PreviewRequest) -> list[str]:
+    """Return the validator's startup-order deadlock messages for `manifest` (decision D8)."""
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    return [f"{p.path}: {p.message}" for p in report.startup_deadlocks]

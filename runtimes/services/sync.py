@@ -43,7 +43,8 @@ from runtimes.domain.drift import (
 from runtimes.domain.expansion import ExpansionError, expand
 from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import KIND
-from runtimes.errors import PolicyError, SyncRefused, UnknownPolicies
+from runtimes.domain.policy import validate_runtime
+from runtimes.errors import NotApplicable, PolicyError, StartupDeadlockUnconfirmed, SyncRefused, UnknownPolicies
 from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
 from runtimes.services.sync_batches import sync_batch_create
 from runtimes.tasks import policies_bulk_sync_task, policy_sync_task
@@ -113,8 +114,33 @@ class AdoptResult:
 # --------------------------------------------------------------------------------------------------- requests
 
 
-def _request(policy: RuntimePolicy) -> int:
-    """Compare-and-set ``policy`` to queued for its current revision; return that revision. Raises SyncRefused."""
+def startup_deadlocks(policy: RuntimePolicy) -> list[dict[str, Any]]:
+    """Return the policy's startup-order deadlock warnings (a gang that never reaches minCount), as problem dicts."""
+    from runtimes.services.policies import validation_options
+
+    return [p.as_dict() for p in validate_runtime(policy.manifest, validation_options()).startup_deadlocks]
+
+
+def _check_applicable(policy: RuntimePolicy, *, confirm_startup_deadlock: bool) -> bool:
+    """Return whether applying ``policy`` needs (and got) the startup-deadlock confirmation.
+
+    Raises NotApplicable when the stored manifest keeps errors (from an import or adoption, decision D18) and
+    StartupDeadlockUnconfirmed when a gang can never reach minCount and ``confirm_startup_deadlock`` is False.
+    """
+    from runtimes.services.policies import validation_options
+
+    report = validate_runtime(policy.manifest, validation_options())
+    if report.errors:
+        raise NotApplicable(policy.name, [p.as_dict() for p in report.errors])
+    deadlocks = [p.as_dict() for p in report.startup_deadlocks]
+    if deadlocks and not confirm_startup_deadlock:
+        raise StartupDeadlockUnconfirmed([policy.name], deadlocks)
+    return bool(deadlocks)
+
+
+def _request(policy: RuntimePolicy, *, confirmed: bool = False) -> int:
+    """Compare-and-set ``policy`` to queued for its current revision, recording whether a startup-order deadlock
+    was confirmed; return that revision. Raises SyncRefused."""
     for _ in range(5):
         current = (
             RuntimePolicy.objects.filter(pk=policy.pk)
@@ -133,6 +159,7 @@ def _request(policy: RuntimePolicy) -> int:
             sync_requested_revision=current["version"],
             last_sync_error="",
             sync_error_fields=[],
+            sync_startup_deadlock_confirmed=confirmed,
         )
         if updated == 1:
             policy.sync_state = SyncState.QUEUED
@@ -141,24 +168,33 @@ def _request(policy: RuntimePolicy) -> int:
     raise SyncRefused(f"Policy '{policy.name}' keeps changing; try the sync again.")
 
 
-def policy_sync_request(*, policy: RuntimePolicy, force: bool = False) -> int:
+def policy_sync_request(
+    *, policy: RuntimePolicy, force: bool = False, confirm_startup_deadlock: bool = False
+) -> int:
     """Queue ``policy``'s current revision for syncing and return that revision number.
 
     ``policy_sync_task(policy.id, revision, force)`` is enqueued once the current transaction commits, so the
     worker never sees an uncommitted row. Asking again for a revision that is already queued or syncing changes
-    no row (the duplicate task is harmless, and takes over a row whose worker died). Raises SyncRefused when the
-    policy vanished or keeps changing.
+    no row (the duplicate task is harmless, and takes over a row whose worker died). A policy whose gang never
+    reaches minCount (dependsOn inside one gang, decision D8) needs ``confirm_startup_deadlock``, which the sync
+    record keeps (``sync_startup_deadlock_confirmed``). Raises NotApplicable (errors kept from an import),
+    StartupDeadlockUnconfirmed, and SyncRefused when the policy vanished or keeps changing.
     """
-    revision = _request(policy)
+    confirmed = _check_applicable(policy, confirm_startup_deadlock=confirm_startup_deadlock)
+    revision = _request(policy, confirmed=confirmed)
     transaction.on_commit(lambda: policy_sync_task.delay(policy.pk, revision, force))
     return revision
 
 
-def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) -> SyncBatch:
+def policies_sync_request(
+    *, names: list[str] | None = None, actor: Any = None, confirm_startup_deadlock: bool = False
+) -> SyncBatch:
     """Queue every policy (or those named) for syncing as one batch; return the `SyncBatch` to follow.
 
-    One fan-out task is enqueued on commit. Raises UnknownPolicies naming the unknown ones (and queues nothing
-    then), SyncRefused when a policy vanished or keeps changing.
+    One fan-out task is enqueued on commit. Raises UnknownPolicies naming the unknown ones, NotApplicable for a
+    policy that keeps import errors, StartupDeadlockUnconfirmed naming every policy whose gang never reaches
+    minCount unless ``confirm_startup_deadlock`` (nothing is queued then), SyncRefused when a policy vanished or
+    keeps changing.
     """
     with transaction.atomic():
         queryset = RuntimePolicy.objects.all()
@@ -170,22 +206,41 @@ def policies_sync_request(*, names: list[str] | None = None, actor: Any = None) 
             if unknown:
                 raise UnknownPolicies(unknown)
             queryset = queryset.filter(name__in=names)
-        items = [(policy.pk, _request(policy)) for policy in queryset.only("pk", "name")]
+        policies = list(queryset.only("pk", "name", "manifest"))
+        checked = [(p, _applicable_or_deadlocked(p, confirm_startup_deadlock)) for p in policies]
+        unconfirmed = [(p.name, problems) for p, (_, problems) in checked if problems]
+        if unconfirmed:
+            raise StartupDeadlockUnconfirmed(
+                [name for name, _ in unconfirmed], [x for _, problems in unconfirmed for x in problems]
+            )
+        items = [(p.pk, _request(p, confirmed=confirmed)) for p, (confirmed, _) in checked]
         batch = sync_batch_create(items=items, actor=actor)
         payload = [[policy_id, revision] for policy_id, revision in items]
         transaction.on_commit(lambda: policies_bulk_sync_task.delay(payload))
     return batch
 
 
+def _applicable_or_deadlocked(policy: RuntimePolicy, confirm: bool) -> tuple[bool, list[dict[str, Any]]]:
+    """Return (confirmed, unconfirmed deadlock problems) for one policy of a bulk request; raises NotApplicable."""
+    try:
+        return _check_applicable(policy, confirm_startup_deadlock=confirm), []
+    except StartupDeadlockUnconfirmed as exc:
+        return False, exc.problems
+
+
 def policy_requeue_current(*, policy_id: int) -> int | None:
     """Queue the current revision of policy ``policy_id`` again (after an apply that lost a race); return it.
 
-    Returns None when the policy no longer exists.
+    Returns None when the policy no longer exists, or when the newer revision needs an admin's explicit apply (it
+    keeps import errors, or a startup-order deadlock its previous apply did not confirm).
     """
     policy = RuntimePolicy.objects.filter(pk=policy_id).first()
     if policy is None:
         return None
-    return policy_sync_request(policy=policy)
+    try:
+        return policy_sync_request(policy=policy, confirm_startup_deadlock=policy.sync_startup_deadlock_confirmed)
+    except (NotApplicable, StartupDeadlockUnconfirmed):
+        return None
 
 
 def policies_unfinished() -> list[tuple[int, int]]:
@@ -489,7 +544,10 @@ def policy_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gate
     if policy.sync_state != SyncState.DRIFTED:
         raise SyncRefused(f"'{policy.name}' is {policy.sync_state}, not drifted; run a drift check first.")
     if action == "reapply":
-        return policy_sync_request(policy=policy, force=True)
+        # Re-applying keeps the confirmation the last apply was given (decision D8).
+        return policy_sync_request(
+            policy=policy, force=True, confirm_startup_deadlock=policy.sync_startup_deadlock_confirmed
+        )
     gateway = gateway or get_gateway()
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live = gateway.get(resource, name=policy.name)

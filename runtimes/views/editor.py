@@ -23,7 +23,7 @@ from runtimes.domain.editing import (
     merge_fields,
 )
 from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime, new_runtime
-from runtimes.domain.policy import validate_runtime
+from runtimes.domain.policy import add_basic_entry
 from runtimes.errors import (
     PolicyInvalid,
     PolicyNameTaken,
@@ -44,8 +44,13 @@ EDITOR_TEMPLATE = "runtimes/editor.html"
 FRAMEWORK_SUGGESTIONS = ("torch", "deepspeed", "torchtune", "mpi", "jax", "xgboost", "flux", "mlx")
 
 
+# The editor's one-click fix for `scheduling.untargeted_replicated_job` (decision D3).
+FIX_UNTARGETED = "fix-untargeted"
+
+
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
-    return validate_runtime(manifest).as_dicts()
+    # The settings and the last cluster check (composite, topology gate, disruptionMode form) apply, as on save.
+    return policy_services.policy_validate(manifest=manifest).as_dicts()
 
 
 def _yaml_filename(name: str) -> str:
@@ -114,16 +119,17 @@ def _merge(editor: PolicyEditor, manifest: dict | None) -> tuple[dict, bool]:
 
     The YAML is the source of truth; the form fields the user changed since the form was rendered are merged into
     it (`merge_fields`). So a no-JS user may edit either side or both, and a JS user whose form changes are already
-    in the YAML gets nothing applied twice.
+    in the YAML gets nothing applied twice. What the form writes follows the cluster: a disruptionMode is written
+    in the form the cluster's CRD embeds, as the last cluster check found (decision D9).
     """
     fields = editor.to_fields()
     if manifest is None:
-        return apply_fields(None, fields), True
+        return selectors.manifest_in_cluster_form(apply_fields(None, fields)), True
     in_yaml = fields_from_manifest(manifest)
     merged = merge_fields(base=editor.posted_base, form=fields, yaml=in_yaml)
     if _same_fields(merged, in_yaml):
         return manifest, False
-    return apply_fields(manifest, merged), True
+    return selectors.manifest_in_cluster_form(apply_fields(manifest, merged)), True
 
 
 def _shown(text: str) -> str:
@@ -164,6 +170,8 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         move = MOVE_ACTION.match(action)
         if move:
             return self._move_rjob(request, policy, int(move["index"]), move["direction"])
+        if action == FIX_UNTARGETED:
+            return self._fix_untargeted(request, policy)
         save = SaveForm(request.POST)
         save_valid = save.is_valid()
         # An invalid field shows again what the user sent (with a visible stand-in for NUL), never an empty pane.
@@ -249,6 +257,43 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             verb = "Created" if policy is None else "Saved"
             messages.success(request, f"{verb} {saved.name} (revision {saved.version}).")
         return redirect("runtimes:detail", name=saved.name)
+
+    def _fix_untargeted(self, request: HttpRequest, policy: RuntimePolicy | None) -> HttpResponse:
+        """One-click fix: give every untargeted ReplicatedJob a basic scheduling entry and re-render the editor
+        with the result (nothing is saved; Save keeps it)."""
+        save = SaveForm(request.POST)
+        save.is_valid()
+        yaml_text = save.cleaned_data.get("yaml", "")
+        version = save.cleaned_data.get("version")
+        message = (save.cleaned_data.get("message") or "").strip()
+        fixed_name = policy.name if policy else ""
+        editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=fixed_name)
+
+        def show(**extra: Any) -> HttpResponse:
+            context = _editor_context(
+                editor=editor, yaml_text=yaml_text, policy=policy, version=version, message=message, **extra
+            )
+            return render(request, EDITOR_TEMPLATE, context)
+
+        manifest: dict | None = None
+        if yaml_text.strip():
+            try:
+                manifest = load_runtime(yaml_text)
+            except ManifestError as exc:
+                editor.is_valid()
+                return show(yaml_error=exc)
+        if not editor.is_valid():
+            return show(form_error="Some fields need attention; fix them first.")
+        manifest, _ = _merge(editor, manifest)
+        try:
+            manifest = add_basic_entry(manifest)
+        except ValueError as exc:
+            return show(problems=_report_dicts(manifest), form_error=f"Nothing to fix: {exc}.")
+        yaml_text = dump_yaml(manifest)
+        editor = PolicyEditor.from_fields(
+            fields_from_manifest(manifest), creating=policy is None, fixed_name=fixed_name
+        )
+        return show(problems=_report_dicts(manifest))
 
     def _add_row(self, request: HttpRequest, policy: RuntimePolicy | None, action: str) -> HttpResponse:
         """No-JS "Add" buttons: re-render the posted editor with one more blank row (nothing is saved)."""

@@ -24,7 +24,6 @@ from django.views import View
 from runtimes import selectors
 from runtimes.domain.manifest import dump_many, dump_yaml
 from runtimes.domain.numbers import parse_whole_number
-from runtimes.domain.policy import validate_runtime
 from runtimes.errors import (
     ImportInvalid,
     PolicyInvalid,
@@ -52,7 +51,8 @@ def policy_or_404(name: str) -> RuntimePolicy:
 
 
 def _report_dicts(manifest: dict) -> list[dict[str, Any]]:
-    return validate_runtime(manifest).as_dicts()
+    # The settings and the last cluster check (composite, topology gate, disruptionMode form) apply, as on save.
+    return policy_services.policy_validate(manifest=manifest).as_dicts()
 
 
 def _yaml_filename(name: str) -> str:
@@ -106,7 +106,8 @@ class PolicyExportView(ViewerRequiredMixin, View):
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
-        response = HttpResponse(dump_yaml(policy.manifest), content_type="application/yaml; charset=utf-8")
+        manifest = selectors.manifest_in_cluster_form(policy.manifest)
+        response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         if not request.GET.get("inline"):
             response["Content-Disposition"] = f'attachment; filename="{_yaml_filename(policy.name)}"'
         return response
@@ -118,7 +119,7 @@ class PolicyExportAllView(ViewerRequiredMixin, View):
     def get(self, request: HttpRequest) -> HttpResponse:
         filters = PolicyFilterForm(request.GET or None, frameworks=selectors.policy_frameworks())
         criteria = filters.filters() if filters.is_bound else PolicyFilterForm.default_filters()
-        manifests = [policy.manifest for policy in selectors.policy_list(**criteria)]
+        manifests = [selectors.manifest_in_cluster_form(p.manifest) for p in selectors.policy_list(**criteria)]
         response = HttpResponse(dump_many(manifests), content_type="application/yaml; charset=utf-8")
         stamp = timezone.now().strftime("%Y%m%d-%H%M")
         response["Content-Disposition"] = f'attachment; filename="clustertrainingruntimes-{stamp}.yaml"'

@@ -46,8 +46,9 @@ class BulkSyncView(PlatformAdminRequiredMixin, View):
         if names is None and request.POST.get("confirmed") in TRUE_VALUES:
             messages.error(request, "No policy was ticked: choose at least one policy to apply.")
             return redirect("runtimes:bulk-sync")
+        confirm = request.POST.get("confirm_startup_deadlock") in TRUE_VALUES
         try:
-            batch = sync.policies_sync_request(names=names, actor=request.user)
+            batch = sync.policies_sync_request(names=names, actor=request.user, confirm_startup_deadlock=confirm)
         except PolicyError as exc:
             messages.error(request, exc.message)
             return redirect("cluster:page")
@@ -97,7 +98,13 @@ class SyncImpactView(ViewerRequiredMixin, View):
         except PolicyError as exc:
             num_nodes, error = None, exc.message
         impact = sync.policy_sync_impact(policy=policy, num_nodes=num_nodes)
-        context = {"policy": policy, "impact": impact, "error": error, "max_num_nodes": MAX_NUM_NODES}
+        context = {
+            "policy": policy,
+            "impact": impact,
+            "error": error,
+            "max_num_nodes": MAX_NUM_NODES,
+            "startup_deadlocks": sync.startup_deadlocks(policy),
+        }
         return render(request, "cluster/impact.html", context)
 
 
@@ -129,8 +136,9 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
     def post(self, request, name: str):
         policy = policy_or_404(name)
         force = request.POST.get("force") in TRUE_VALUES
+        confirm = request.POST.get("confirm_startup_deadlock") in TRUE_VALUES
         try:
-            revision = sync.policy_sync_request(policy=policy, force=force)
+            revision = sync.policy_sync_request(policy=policy, force=force, confirm_startup_deadlock=confirm)
         except PolicyError as exc:
             messages.error(request, exc.message)
         else:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtimes.domain.constants import MAX_TARGETS_PER_ENTRY
 from runtimes.domain.diff import Change, structural_diff
 from runtimes.domain.editing import (
     GroupFields,
@@ -431,9 +432,23 @@ _CHANGES = {
 }
 
 
-def _expected(fields: PolicyFields) -> PolicyFields:
-    """What reading the edited manifest back must give: fields of an unselected ML policy or mode are dropped."""
+def _untargeted_names(fields: PolicyFields) -> list[str]:
+    if fields.scheduling_mode != "level2" or not fields.level2:
+        return []
+    targeted = {t for entry in fields.level2 for t in entry.targets}
+    return [r.name for r in fields.replicated_jobs if r.name and r.name not in targeted]
+
+
+def _expected(fields: PolicyFields, before: PolicyFields) -> PolicyFields:
+    """What reading the edited manifest back must give: fields of an unselected ML policy or mode are dropped, and
+    a ReplicatedJob the edit left untargeted at level 2 gets a basic entry (Trainer v2.4 rejects untargeted ones;
+    one already untargeted `before` the edit is left for the form's error and its one-click fix)."""
     f = copy.deepcopy(fields)
+    already = set(_untargeted_names(before))
+    missing = [name for name in _untargeted_names(f) if name not in already]
+    for start in range(0, len(missing), MAX_TARGETS_PER_ENTRY):
+        f.level2.append(Level2Entry(targets=missing[start : start + MAX_TARGETS_PER_ENTRY],
+                                    group=GroupFields(policy="basic")))
     if f.ml_policy != "mpi":
         f.mpi_num_proc_per_node, f.mpi_implementation, f.mpi_ssh_auth_mount_path = None, "", ""
         f.mpi_run_launcher_as_node = None
@@ -463,7 +478,7 @@ def test_the_manifest_says_what_the_form_asked_for(base, data):
     assert original == upstream(base)
     assert load_runtime(dump_yaml(edited)) == edited
     back = fields_from_manifest(edited)
-    want = _expected(fields)
+    want = _expected(fields, fields_from_manifest(original))
     for read, asked in zip(back.replicated_jobs, want.replicated_jobs, strict=False):
         if not asked.container_name:  # an empty container name keeps the existing one
             read.container_name = ""

@@ -74,6 +74,8 @@ OPTIONS = st.builds(
     composite_enabled=st.booleans(),
     max_level3_replicas=st.integers(0, 4),
     known_topology_keys=st.lists(st.text(max_size=10), max_size=2).map(tuple),
+    disruption_mode_form=st.sampled_from(["", "union", "string"]),
+    topology_gate=st.sampled_from([None, True, False]),
 )
 
 
@@ -116,6 +118,8 @@ def test_it_never_raises_on_damaged_runtimes(base, value, choices, options):
     manifest = _graft(upstream(base), value, choices)
     report = validate_runtime(manifest, options)
     assert all(p.severity in ("error", "warning") for p in report.problems)
+    assert set(report.import_blocking_errors) <= set(report.errors)
+    assert set(report.startup_deadlocks) <= set(report.warnings)
     scheduling_summary(manifest)
     fields = fields_from_manifest(manifest)
     # the form's own read-back applied to the same manifest changes nothing

@@ -18,6 +18,11 @@ SCHED = "spec.scheduling"
 FRAMEWORK = '["trainer.kubeflow.org/framework"]'
 ANCESTOR = '["trainer.kubeflow.org/trainjob-ancestor-step"]'
 COMPOSITE = ValidationOptions(composite_enabled=True)
+UNION_CRD = ValidationOptions(disruption_mode_form="union")
+STRING_CRD = ValidationOptions(disruption_mode_form="string")
+GATE_OFF = ValidationOptions(topology_gate=False)
+ZONE = {"topology": [{"key": "topology.kubernetes.io/zone"}]}
+CLAIMS = [{"name": "tpu-slice", "resourceClaimTemplateName": "tpu-slice-template"}]
 
 
 def m(base: str, *changes: tuple[str, Any]) -> Callable[[], dict]:
@@ -359,6 +364,13 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         None,
     ),
     (
+        "replicated_job.name.too_long",
+        f"{RJOBS}[1].name",
+        "error",
+        m("torch", (RJOBS, [rjob("node", step="trainer"), rjob("evaluation-sidecar-01")])),
+        None,
+    ),
+    (
         "replicated_job.replicas.invalid",
         f"{RJOBS}[0].replicas",
         "error",
@@ -621,9 +633,33 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
     (
         "scheduling.untargeted_replicated_job",
         f"{SCHED}.replicatedJobs",
-        "warning",
+        "error",
         sched("qwen", {"replicatedJobs": [{"targetReplicatedJobs": ["node"]}]}),
         None,
+    ),
+    (
+        "scheduling.untargeted_replicated_job",
+        f"{SCHED}.replicatedJobs",
+        "error",
+        sched("deepspeed", node_l3({"schedulingPolicy": {"gang": {}}})),
+        None,
+    ),
+    (
+        "scheduling.composite.alpha2",
+        SCHED,
+        "warning",
+        sched("torch", {"schedulingPolicy": {"gang": {}}, "replicatedJobs": [{"targetReplicatedJobs": ["node"]}]}),
+        COMPOSITE,
+    ),
+    (
+        "scheduling.composite.alpha2",
+        f"{SCHED}.replicatedJobs[0]",
+        "warning",
+        sched(
+            "torch",
+            {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}, "job": {}}]},
+        ),
+        COMPOSITE,
     ),
     (
         "scheduling.job.single_target",
@@ -736,6 +772,20 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         ValidationOptions(known_topology_keys=("topology.kubernetes.io/zone",)),
     ),
     (
+        "scheduling.topology.gate_off",
+        f"{SCHED}.schedulingConstraints.topology[0].key",
+        "warning",
+        sched("torch", {"schedulingConstraints": ZONE}),
+        GATE_OFF,
+    ),
+    (
+        "scheduling.topology.gate_off",
+        f"{SCHED}.replicatedJobs[0].job.schedulingConstraints.topology[0].key",
+        "warning",
+        sched("torch", node_l3({"schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}})),
+        GATE_OFF,
+    ),
+    (
         "scheduling.disruption_mode.one_of",
         f"{SCHED}.disruptionMode",
         "error",
@@ -757,41 +807,88 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         None,
     ),
     (
-        "scheduling.resource_claims.too_many",
+        "scheduling.disruption_mode.cluster_form",
+        f"{SCHED}.disruptionMode",
+        "error",
+        sched("torch", {"disruptionMode": "PodGroup"}),
+        UNION_CRD,
+    ),
+    (
+        "scheduling.disruption_mode.cluster_form",
+        f"{SCHED}.replicatedJobs[0].job.disruptionMode",
+        "error",
+        sched("torch", node_l3({"disruptionMode": {"all": {}}})),
+        STRING_CRD,
+    ),
+    (
+        "scheduling.disruption_mode.cluster_form",
+        f"{SCHED}.disruptionMode",
+        "error",
+        sched("torch", {"disruptionMode": "Always"}),
+        STRING_CRD,
+    ),
+    (
+        "scheduling.resource_claims.level",
         f"{SCHED}.resourceClaims",
         "error",
-        sched("torch", {"resourceClaims": [{"name": f"c{i}", "resourceClaimName": "x"} for i in range(5)]}),
+        sched("torch", {"resourceClaims": CLAIMS}),
+        None,
+    ),
+    (
+        "scheduling.resource_claims.level",
+        f"{SCHED}.replicatedJobs[0].resourceClaims",
+        "error",
+        sched("torch", {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "resourceClaims": CLAIMS}]}),
+        None,
+    ),
+    (
+        "scheduling.resource_claims.level",
+        f"{SCHED}.replicatedJobs[0].resourceClaims",
+        "error",
+        sched("torch", {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "resourceClaims": CLAIMS, "job": {}}]}),
+        COMPOSITE,
+    ),
+    (
+        "scheduling.resource_claims.too_many",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims",
+        "error",
+        sched("torch", node_l3({"resourceClaims": [{"name": f"c{i}", "resourceClaimName": "x"} for i in range(5)]})),
         None,
     ),
     (
         "scheduling.resource_claims.name_required",
-        f"{SCHED}.resourceClaims[0].name",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims[0].name",
         "error",
-        sched("torch", {"resourceClaims": [{"resourceClaimName": "x"}]}),
+        sched("torch", node_l3({"resourceClaims": [{"resourceClaimName": "x"}]})),
         None,
     ),
     (
         "scheduling.resource_claims.duplicate",
-        f"{SCHED}.resourceClaims[1].name",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims[1].name",
         "error",
         sched(
             "torch",
-            {"resourceClaims": [{"name": "a", "resourceClaimName": "x"}, {"name": "a", "resourceClaimName": "y"}]},
+            node_l3(
+                {"resourceClaims": [{"name": "a", "resourceClaimName": "x"}, {"name": "a", "resourceClaimName": "y"}]}
+            ),
         ),
         None,
     ),
     (
         "scheduling.resource_claims.source",
-        f"{SCHED}.resourceClaims[0]",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims[0]",
         "error",
-        sched("torch", {"resourceClaims": [{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}]}),
+        sched(
+            "torch",
+            node_l3({"resourceClaims": [{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}]}),
+        ),
         None,
     ),
     (
         "scheduling.resource_claims.source",
-        f"{SCHED}.resourceClaims[0]",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims[0]",
         "error",
-        sched("torch", {"resourceClaims": [{"name": "a"}]}),
+        sched("torch", node_l3({"resourceClaims": [{"name": "a"}]})),
         None,
     ),
     (
@@ -981,3 +1078,231 @@ def test_report_helpers():
         "severity": "error",
         "code": "ml_policy.num_nodes.invalid",
     }
+
+
+# --------------------------------------------------------------------------------------- Trainer v2.4.0 rules
+
+
+def _rjob_named(name: str) -> dict:
+    manifest = upstream("torch")
+    manifest["spec"]["template"]["spec"]["replicatedJobs"].append(rjob(name))
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("name", "too_long"),
+    [("a" * 19, False), ("a" * 20, False), ("a" * 21, True), ("dataset-initializer", False), ("b" * 40, True)],
+)
+def test_replicated_job_names_are_at_most_20_characters(name, too_long):
+    report = validate_runtime(_rjob_named(name))
+    found = [p for p in report.errors if p.code == "replicated_job.name.too_long"]
+    assert bool(found) is too_long
+    if too_long:
+        (problem,) = found
+        assert problem.path == f"{RJOBS}[1].name"
+        assert f'"{name}"' in problem.message and "20" in problem.message and "#4394" in problem.message
+
+
+def test_a_long_name_that_is_also_no_dns_label_reports_both():
+    codes = validate_runtime(_rjob_named("Evaluation_Sidecar_Number_1")).codes
+    assert {"replicated_job.name.invalid", "replicated_job.name.too_long"} <= set(codes)
+
+
+QWEN_NODE_ONLY = {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}]}
+
+
+def test_every_untargeted_replicated_job_is_an_error_with_its_fix():
+    report = validate_runtime(with_scheduling("qwen", QWEN_NODE_ONLY))
+    untargeted = [p for p in report.errors if p.code == "scheduling.untargeted_replicated_job"]
+    assert [p.path for p in untargeted] == [f"{SCHED}.replicatedJobs"] * 2
+    first, second = (p.message for p in untargeted)
+    assert "add an entry `targetReplicatedJobs: [dataset-initializer]` with `schedulingPolicy: {basic: {}}`" in first
+    assert "`targetReplicatedJobs: [model-initializer]`" in second
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "options", "untargeted"),
+    [
+        (QWEN_NODE_ONLY, None, 2),
+        (
+            {
+                "replicatedJobs": [
+                    {
+                        "targetReplicatedJobs": ["dataset-initializer", "model-initializer"],
+                        "schedulingPolicy": {"basic": {}},
+                    },
+                    *QWEN_NODE_ONLY["replicatedJobs"],
+                ]
+            },
+            None,
+            0,
+        ),
+        # Level 1 only: one group for the whole TrainJob, nothing to target.
+        ({"schedulingPolicy": {"basic": {}}}, None, 0),
+        # Composite (Alpha 2): the level-1 group does not stand in for a missing entry.
+        ({"schedulingPolicy": {"gang": {}}, **QWEN_NODE_ONLY}, COMPOSITE, 2),
+    ],
+    ids=["node-only", "kep-story-3", "level1", "composite"],
+)
+def test_coverage_is_required_exactly_when_replicated_jobs_are_used(scheduling, options, untargeted):
+    report = validate_runtime(with_scheduling("qwen", scheduling), options or ValidationOptions())
+    assert report.codes.count("scheduling.untargeted_replicated_job") == untargeted
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "path", "where"),
+    [
+        ({"resourceClaims": CLAIMS}, f"{SCHED}.resourceClaims", "spec.scheduling"),
+        (
+            {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "resourceClaims": CLAIMS}]},
+            f"{SCHED}.replicatedJobs[0].resourceClaims",
+            f"the entry {SCHED}.replicatedJobs[0]",
+        ),
+    ],
+    ids=["level1", "level2"],
+)
+def test_resource_claims_outside_job_say_where_they_belong(scheduling, path, where):
+    (problem,) = validate_runtime(with_scheduling("torch", scheduling)).errors
+    assert (problem.code, problem.path) == ("scheduling.resource_claims.level", path)
+    assert f"not a field of {where}" in problem.message
+    assert "spec.scheduling.replicatedJobs[].job.resourceClaims" in problem.message
+
+
+def test_resource_claims_under_job_are_valid():
+    assert validate_runtime(with_scheduling("torch", node_l3({"resourceClaims": CLAIMS}))).problems == ()
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "warnings"),
+    [
+        ({"schedulingPolicy": {"gang": {}}, "replicatedJobs": [{"targetReplicatedJobs": ["node"]}]}, [SCHED]),
+        (
+            {"replicatedJobs": [{"targetReplicatedJobs": ["node"], "disruptionMode": {"all": {}}, "job": {}}]},
+            [f"{SCHED}.replicatedJobs[0]"],
+        ),
+        (node_l3({}), []),
+    ],
+    ids=["level1-around-level2", "entry-around-job", "level3-only"],
+)
+def test_composite_is_labelled_alpha_2_when_its_setting_allows_it(scheduling, warnings):
+    report = validate_runtime(with_scheduling("torch", scheduling), COMPOSITE)
+    assert report.errors == ()
+    found = [p for p in report.warnings if p.code == "scheduling.composite.alpha2"]
+    assert [p.path for p in found] == warnings
+    assert all("Alpha 2, not in Trainer v2.4.0" in p.message for p in found)
+
+
+def test_without_its_setting_composite_is_an_error_naming_alpha_2():
+    scheduling = {"schedulingPolicy": {"gang": {}}, "replicatedJobs": [{"targetReplicatedJobs": ["node"]}]}
+    (problem,) = validate_runtime(with_scheduling("torch", scheduling)).errors
+    assert problem.code == "scheduling.levels_exclusive"
+    assert "Alpha 2, not in Trainer v2.4.0" in problem.message and "keep one level" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "form", "expected"),
+    [
+        ({"all": {}}, "", ()),
+        ("PodGroup", "", ("scheduling.disruption_mode.legacy_string",)),
+        ({"single": {}}, "union", ()),
+        ("Pod", "union", ("scheduling.disruption_mode.cluster_form",)),
+        ("PodGroup", "string", ()),
+        ("Pod", "string", ()),
+        ({"all": {}}, "string", ("scheduling.disruption_mode.cluster_form",)),
+        ("Sometimes", "string", ("scheduling.disruption_mode.cluster_form",)),
+    ],
+)
+def test_disruption_mode_follows_the_form_the_installed_crd_embeds(mode, form, expected):
+    manifest = with_scheduling("torch", node_l3({"disruptionMode": mode}))
+    report = validate_runtime(manifest, ValidationOptions(disruption_mode_form=form))
+    assert report.codes == expected
+
+
+@pytest.mark.parametrize(
+    ("mode", "fix"), [({"all": {}}, "write 'PodGroup'"), ({"single": {}}, "write 'Pod'"), ("x", "'Pod' or 'PodGroup'")]
+)
+def test_a_string_crd_names_the_string_to_write(mode, fix):
+    (problem,) = validate_runtime(with_scheduling("torch", {"disruptionMode": mode}), STRING_CRD).errors
+    assert fix in problem.message and "v1alpha2" in problem.message
+
+
+@pytest.mark.parametrize(("gate", "warned"), [(None, False), (True, False), (False, True)])
+def test_topology_keys_are_flagged_only_when_the_gate_is_known_off(gate, warned):
+    manifest = with_scheduling("torch", {"schedulingConstraints": ZONE})
+    report = validate_runtime(manifest, ValidationOptions(topology_gate=gate))
+    assert ("scheduling.topology.gate_off" in report.codes) is warned
+    if warned:
+        (problem,) = report.warnings
+        assert problem.message.startswith('this "topology.kubernetes.io/zone" constraint is ignored by this cluster')
+        assert "TopologyAwareWorkloadScheduling=true" in problem.message
+
+
+def test_a_policy_without_topology_gets_no_gate_warning():
+    manifest = with_scheduling("torch", {"schedulingPolicy": {"gang": {}}})
+    assert validate_runtime(manifest, GATE_OFF).problems == ()
+
+
+@pytest.mark.parametrize(
+    ("build", "importable"),
+    [
+        (lambda: _rjob_named("evaluation-sidecar-01"), True),
+        (lambda: with_scheduling("qwen", QWEN_NODE_ONLY), True),
+        (lambda: with_scheduling("torch", {"resourceClaims": CLAIMS}), True),
+        (lambda: with_scheduling("torch", {"replicatedJobs": [{"targetReplicatedJobs": ["nope"]}]}), False),
+        (lambda: put(_rjob_named("evaluation-sidecar-01"), "spec.mlPolicy.numNodes", 0), False),
+    ],
+    ids=["long-name", "untargeted", "claims-level1", "unknown-target", "long-name-and-bad-num-nodes"],
+)
+def test_only_the_v24_rules_let_an_import_store_a_runtime_with_errors(build, importable):
+    report = validate_runtime(build())
+    assert not report.ok
+    assert report.importable is importable
+    assert {p.code for p in report.import_blocking_errors} <= {p.code for p in report.errors}
+    assert bool(report.import_blocking_errors) is not importable
+
+
+def test_a_valid_runtime_is_importable():
+    report = validate_runtime(upstream("qwen"))
+    assert report.ok and report.importable and report.import_blocking_errors == ()
+
+
+@pytest.mark.parametrize(
+    ("base", "scheduling", "deadlocks"),
+    [
+        ("deepspeed", {"replicatedJobs": [{"targetReplicatedJobs": ["launcher", "node"]}]}, 1),
+        ("qwen", {"schedulingPolicy": {"gang": {}}}, 1),
+        (
+            "deepspeed",
+            {"replicatedJobs": [{"targetReplicatedJobs": ["launcher", "node"], "schedulingPolicy": {"basic": {}}}]},
+            0,
+        ),
+        ("torch", {"schedulingPolicy": {"gang": {}}}, 0),
+    ],
+    ids=["launcher-node-gang", "level1-sequenced", "basic", "no-dependsOn"],
+)
+def test_the_report_names_gangs_that_never_reach_min_count(base, scheduling, deadlocks):
+    report = validate_runtime(with_scheduling(base, scheduling))
+    assert len(report.startup_deadlocks) == deadlocks
+    assert all(p.severity == "warning" for p in report.startup_deadlocks)
+
+
+V24_CODES = [
+    "replicated_job.name.too_long",
+    "scheduling.untargeted_replicated_job",
+    "scheduling.resource_claims.level",
+    "scheduling.composite.alpha2",
+    "scheduling.disruption_mode.cluster_form",
+    "scheduling.topology.gate_off",
+]
+FIX_WORDS = ("rename", "add an entry", "move", "keep one level", "write", "enable")
+
+
+@pytest.mark.parametrize("code", V24_CODES)
+def test_each_v24_rule_message_names_the_field_and_the_fix(code):
+    cases = [case for case in CASES if case[0] == code]
+    assert cases
+    for _, path, _, build, options in cases:
+        report = validate_runtime(build(), options or ValidationOptions())
+        for problem in (p for p in report.problems if p.code == code):
+            assert problem.path == path
+            assert any(word in problem.message for word in FIX_WORDS), problem.message

@@ -68,7 +68,9 @@ def legacy(policy: dict) -> dict:
                 },
             ),
             SchedulingSummary(
-                "composite", "L1 · gang · zone | L2 · 1 group (gang) · block | L3 · node (gang)", (1, 2, 3)
+                "composite",
+                "Composite (Alpha 2) | L1 · gang · zone | L2 · 1 group (gang) · block | L3 · node (gang)",
+                (1, 2, 3),
             ),
         ),
         (

@@ -123,11 +123,8 @@ def test_import_accepts_a_json_manifest_body(db, api):
 def test_import_reports_warnings_per_document(db, api):
     manifest = runtime("warned")
     manifest["spec"]["scheduling"] = {
-        "replicatedJobs": [{"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}]
+        "replicatedJobs": [{"targetReplicatedJobs": ["node"], "disruptionMode": "Pod"}]
     }
-    manifest["spec"]["template"]["spec"]["replicatedJobs"].append(
-        {"name": "helper", "template": {"spec": {"template": {"spec": {"containers": [{"name": "h", "image": "x"}]}}}}}
-    )
 
     response = api.post(IMPORT, data=dump_yaml(manifest), content_type="application/yaml")
 

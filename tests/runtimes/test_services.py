@@ -47,10 +47,14 @@ def level1(name: str = "torch-gang", *, key: str = "topology.kubernetes.io/rack"
 
 
 def broken(name: str = "torch-gang") -> dict:
-    """Return a runtime whose level-2 entry targets a ReplicatedJob that does not exist (an error)."""
+    """Return a runtime whose level-2 entry targets a ReplicatedJob that does not exist (an error), with the v1alpha2
+    string disruptionMode (a warning)."""
     manifest = runtime(name)
     manifest["spec"]["scheduling"] = {
-        "replicatedJobs": [{"targetReplicatedJobs": ["nope"], "schedulingPolicy": {"gang": {}}}]
+        "replicatedJobs": [
+            {"targetReplicatedJobs": ["nope"], "schedulingPolicy": {"gang": {}}, "disruptionMode": "PodGroup"},
+            {"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}},
+        ]
     }
     return manifest
 
@@ -130,11 +134,8 @@ def test_it_refuses_manifests_nested_too_deeply(db, alice):
 def test_it_stores_warnings(db, alice):
     manifest = runtime()
     manifest["spec"]["scheduling"] = {
-        "replicatedJobs": [{"targetReplicatedJobs": ["node"], "schedulingPolicy": {"gang": {}}}]
+        "replicatedJobs": [{"targetReplicatedJobs": ["node"], "disruptionMode": "Pod"}]
     }
-    manifest["spec"]["template"]["spec"]["replicatedJobs"].append(
-        {"name": "helper", "template": {"spec": {"template": {"spec": {"containers": [{"name": "h", "image": "x"}]}}}}}
-    )
     report = policy_services.policy_validate(manifest=manifest)
     assert report.ok and report.warnings
 

@@ -37,6 +37,31 @@ class CrdSchedulingProbeSerializer(serializers.Serializer):
     hint = serializers.CharField(allow_blank=True)
 
 
+class SchedulingSupportSerializer(serializers.Serializer):
+    supported = serializers.BooleanField(help_text="False when only Kubernetes 1.36 (v1alpha2) or no Workload API.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class TopologyGateSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(allow_null=True, help_text="TopologyAwareWorkloadScheduling keeps PodGroup "
+                                       "topology constraints; None when the probe could not run.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
+class CrdSchemaSerializer(serializers.Serializer):
+    present = serializers.BooleanField(help_text="False: Trainer < v2.4, or TrainJobWorkloadAwareScheduling off.")
+    version = serializers.CharField(allow_blank=True)
+    disruptionMode = serializers.ChoiceField(choices=["union", "string", ""],
+                                             help_text="How the CRD embeds disruptionMode; '' when unknown.")
+    minCount = serializers.BooleanField(allow_null=True, help_text="gang.minCount is in the embedded schema.")
+    claimLevels = serializers.ListField(child=serializers.IntegerField(), help_text="Levels with resourceClaims.")
+    embeddedTypes = serializers.CharField(allow_blank=True)
+    summary = serializers.CharField()
+    hint = serializers.CharField(allow_blank=True)
+
+
 class ClusterPermissionSerializer(serializers.Serializer):
     verb = serializers.CharField()
     resource = serializers.CharField()
@@ -59,6 +84,9 @@ class ClusterStatusSerializer(serializers.Serializer):
     apis = ClusterApiCheckSerializer(many=True)
     schedulingVersions = serializers.ListField(child=serializers.CharField())
     crdScheduling = CrdSchedulingProbeSerializer(allow_null=True)
+    schedulingSupport = SchedulingSupportSerializer(allow_null=True)
+    topologyGate = TopologyGateSerializer(allow_null=True)
+    crdSchema = CrdSchemaSerializer(allow_null=True)
     permissions = ClusterPermissionSerializer(many=True)
     checkedAt = serializers.FloatField(help_text="Unix time of the check.")
     elapsedMs = serializers.FloatField()

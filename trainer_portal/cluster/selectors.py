@@ -23,6 +23,11 @@ def cluster_status(**kwargs: Any) -> dict[str, Any]:
     return status.cluster_status(**kwargs)
 
 
+def scheduling_facts() -> dict[str, Any]:
+    """Return what validation follows from the last status check: ``{topology_gate, disruption_mode}``."""
+    return status.scheduling_facts()
+
+
 def label_key_counts() -> list[dict[str, Any]]:
     """Return ``[{key, nodes, values: [{value, count}]}]`` of the live snapshot's node labels ([] without one)."""
     live = snapshots.live_snapshot()

@@ -6,11 +6,17 @@ hint instead of raising, so one broken piece (say, RBAC for pods) never hides th
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
+
+from django.conf import settings as django_settings
 
 from trainer_portal import kube
 from trainer_portal.kube.client import get_gateway
+
+from .domain.crd_schema import scheduling_schema
 
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
@@ -39,6 +45,16 @@ PROBE_MANIFEST: dict[str, Any] = {
         },
     },
 }
+
+CRD_NAME = f"clustertrainingruntimes.{kube.TRAINER_GROUP}"
+TOPOLOGY_GATE = "TopologyAwareWorkloadScheduling"
+TOPOLOGY_PROBE_NAME = "trainer-portal-topology-probe"
+TOPOLOGY_PROBE_KEY = "topology.kubernetes.io/zone"
+TOPOLOGY_PROBE_NAMESPACE = "default"
+TOPOLOGY_GATE_HINT = (
+    f"Enable --feature-gates={TOPOLOGY_GATE}=true on kube-apiserver and kube-scheduler (alpha, off by default in "
+    "Kubernetes 1.37); until then every zone/rack constraint of a policy is ignored by this cluster."
+)
 
 API_CHECKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -73,7 +89,10 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     Keys: ``connection`` (how we connect), ``reachable``, ``error``, ``hint``, ``version``, ``apis`` (one entry per
     checked group/version: served + hint), ``scheduling_versions`` (served), ``crd_scheduling`` ({accepted,
     message, hint}), ``permissions`` (one entry per verb/resource: allowed, reason, hint), ``checked_at``,
-    ``elapsed_ms``. Never raises.
+    ``elapsed_ms``, and what Trainer v2.4 can silently lose: ``scheduling_support`` ({supported, message, hint}: 1.37
+    APIs served, or only 1.36), ``topology_gate`` ({enabled, message, hint}) and ``crd_schema`` (the CRD's
+    spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``; None when unreadable). Never
+    raises.
     """
     started = time.monotonic()
     settings = kube.load_settings()
@@ -87,6 +106,9 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
         "apis": [],
         "scheduling_versions": [],
         "crd_scheduling": None,
+        "scheduling_support": None,
+        "topology_gate": None,
+        "crd_schema": None,
         "permissions": [],
         "checked_at": time.time(),
     }
@@ -115,6 +137,10 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     except kube.KubeError:
         status["scheduling_versions"] = []
     status["crd_scheduling"] = probe_scheduling_field(gateway)
+    status["scheduling_support"] = scheduling_support(status["scheduling_versions"])
+    status["topology_gate"] = probe_topology_gate(gateway, status["scheduling_versions"])
+    status["crd_schema"] = probe_crd_schema(gateway)
+    save_scheduling_facts(status)
     if include_permissions:
         status["permissions"] = [_permission(gateway, verb, kind) for verb, kind in kube.WORKER_PERMISSIONS]
     return _finish(status, started)
@@ -144,6 +170,129 @@ def probe_scheduling_field(gateway: kube.Gateway) -> dict[str, Any]:
         "message": "Dry run accepted spec.scheduling." if accepted else "The server pruned spec.scheduling.",
         "hint": "" if accepted else "Upgrade the Trainer CRDs to v2.4+ so spec.scheduling is kept.",
     }
+
+
+def _facts_path() -> Path:
+    return Path(django_settings.VAR_DIR) / "cluster" / "scheduling-facts.json"
+
+
+def save_scheduling_facts(status: dict[str, Any]) -> None:
+    """Remember what the last status check learnt that validation follows (the topology gate, the CRD's
+    disruptionMode form), so editing a policy never waits for the cluster. A write failure is not an error."""
+    schema = status.get("crd_schema") or {}
+    facts = {
+        "topology_gate": (status.get("topology_gate") or {}).get("enabled"),
+        "disruption_mode": schema.get("disruption_mode", ""),
+        "checked_at": status.get("checked_at"),
+    }
+    path = _facts_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(facts))
+    except OSError:
+        pass
+
+
+def scheduling_facts() -> dict[str, Any]:
+    """Return ``{topology_gate: bool | None, disruption_mode: str}`` from the last status check (unknowns when
+    there was none)."""
+    try:
+        facts = json.loads(_facts_path().read_text())
+    except (OSError, ValueError):
+        facts = {}
+    gate = facts.get("topology_gate") if isinstance(facts, dict) else None
+    mode = facts.get("disruption_mode") if isinstance(facts, dict) else ""
+    return {
+        "topology_gate": gate if isinstance(gate, bool) else None,
+        "disruption_mode": mode if mode in ("union", "string") else "",
+    }
+
+
+def scheduling_support(served: list[str]) -> dict[str, Any]:
+    """Return ``{supported, message, hint}``: whether the served scheduling.k8s.io versions are the ones Trainer v2.4
+    works with (Kubernetes 1.37+, ``v1beta1``); a cluster serving only 1.36's ``v1alpha2`` is reported as such."""
+    if "v1beta1" in served:
+        return {"supported": True, "message": "Kubernetes 1.37 scheduling APIs (scheduling.k8s.io/v1beta1) are served.",
+                "hint": ""}
+    if "v1alpha2" in served:
+        return {
+            "supported": False,
+            "message": "This cluster serves only the Kubernetes 1.36 scheduling APIs (scheduling.k8s.io/v1alpha2), "
+            "which Trainer v2.4 does not support: it needs the Kubernetes 1.37 Workload beta APIs.",
+            "hint": "Upgrade to Kubernetes 1.37+ and enable GenericWorkload with "
+            "--runtime-config=scheduling.k8s.io/v1beta1=true; previews can still show the 1.36 objects.",
+        }
+    return {
+        "supported": False,
+        "message": "This cluster serves no scheduling.k8s.io Workload API, so TrainJobs get no gang scheduling.",
+        "hint": "Kubernetes 1.37+: enable the GenericWorkload feature gate and "
+        "--runtime-config=scheduling.k8s.io/v1beta1=true.",
+    }
+
+
+def probe_topology_gate(gateway: kube.Gateway, served: list[str]) -> dict[str, Any]:
+    """Return ``{enabled, message, hint}``: whether the API server keeps ``schedulingConstraints`` on PodGroups.
+
+    Probed with a server-side dry-run create of a PodGroup with one topology constraint: an API server with the
+    TopologyAwareWorkloadScheduling gate off drops the constraint silently (or refuses the field). ``enabled`` is
+    None when the probe could not run. A scheduler with the gate off stores constraints without enforcing them,
+    which no API call can see; the hint says so.
+    """
+    if not served:
+        return {"enabled": None, "message": "No PodGroup API is served, so there is nothing to probe.",
+                "hint": "Enable the Workload API first (see scheduling support)."}
+    try:
+        resource = gateway.resolve(kube.PODGROUP)
+        answer = gateway.create(resource, body=_topology_probe(resource), dry_run=True)
+    except kube.KubeInvalid as exc:
+        if "schedulingConstraints" not in exc.message and "topology" not in exc.message:
+            return {"enabled": None, "message": exc.message, "hint": _error_hint(exc)}
+        return {"enabled": False, "message": f"The API server refuses PodGroup topology constraints: {exc.message}",
+                "hint": TOPOLOGY_GATE_HINT}
+    except kube.KubeError as exc:
+        return {"enabled": None, "message": exc.message, "hint": _error_hint(exc)}
+    kept = ((answer or {}).get("spec") or {}).get("schedulingConstraints") or {}
+    if kept.get("topology"):
+        return {
+            "enabled": True,
+            "message": f"The API server keeps PodGroup topology constraints ({TOPOLOGY_GATE} is on in "
+            "kube-apiserver).",
+            "hint": f"kube-scheduler needs {TOPOLOGY_GATE}=true too, or the constraints are stored but not enforced.",
+        }
+    return {
+        "enabled": False,
+        "message": f"The API server dropped the topology constraint of a dry-run PodGroup: {TOPOLOGY_GATE} is off, "
+        "so zone/rack constraints of every policy are silently ignored by this cluster.",
+        "hint": TOPOLOGY_GATE_HINT,
+    }
+
+
+def _topology_probe(resource: kube.Resource) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{resource.group}/{resource.version}",
+        "kind": "PodGroup",
+        "metadata": {"name": TOPOLOGY_PROBE_NAME, "namespace": TOPOLOGY_PROBE_NAMESPACE},
+        "spec": {
+            "schedulingPolicy": {"basic": {}},
+            "schedulingConstraints": {"topology": [{"key": TOPOLOGY_PROBE_KEY}]},
+        },
+    }
+
+
+def probe_crd_schema(gateway: kube.Gateway) -> dict[str, Any] | None:
+    """Return the installed ClusterTrainingRuntime CRD's spec.scheduling facts (`SchedulingSchema.as_dict` plus a
+    ``hint``), or None when the CRD cannot be read (not installed, or no RBAC to read CRDs)."""
+    try:
+        crd = gateway.get(gateway.resolve(kube.CRD), name=CRD_NAME)
+    except kube.KubeError:
+        return None
+    if crd is None:
+        return None
+    schema = scheduling_schema(crd)
+    hint = "" if schema.present else (
+        "Upgrade Kubeflow Trainer to v2.4+ and enable its TrainJobWorkloadAwareScheduling feature gate."
+    )
+    return {**schema.as_dict(), "hint": hint}
 
 
 def _api_check(gateway: kube.Gateway, group: str, version: str, hint: str) -> dict[str, Any]:

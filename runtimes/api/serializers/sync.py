@@ -21,6 +21,23 @@ class BulkSyncInputSerializer(serializers.Serializer):
         allow_empty=False,
         help_text="Policy names; omit to sync every policy.",
     )
+    confirmStartupDeadlock = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Apply policies whose gang never reaches minCount (startup order) too; without it they are named "
+        "in a 409 and nothing is queued.",
+    )
+
+
+class SyncRequestInputSerializer(serializers.Serializer):
+    """Optional body of POST /runtimes/{name}/sync/."""
+
+    confirmStartupDeadlock = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Apply although a gang never reaches minCount (a dependsOn pair inside one gang); kept in the "
+        "sync status as startupDeadlockConfirmed.",
+    )
 
 
 class DriftResolveInputSerializer(serializers.Serializer):
@@ -72,6 +89,10 @@ class SyncStatusSerializer(serializers.Serializer):
     errorFields = SyncErrorFieldSerializer(source="sync_error_fields", many=True)
     driftDiff = serializers.CharField(
         source="drift_diff", allow_blank=True, help_text="Unified diff portal → cluster when drifted."
+    )
+    startupDeadlockConfirmed = serializers.BooleanField(
+        source="sync_startup_deadlock_confirmed",
+        help_text="The last apply request confirmed that a gang never reaches minCount (startup order).",
     )
     upToDate = serializers.SerializerMethodField(help_text="Synced, and the applied revision is the current one.")
 

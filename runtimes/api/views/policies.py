@@ -363,7 +363,8 @@ class PolicyExportApi(PolicyApiView):
     @extend_schema(
         operation_id="runtimes_export",
         summary="Export a policy as YAML",
-        description="A YAML attachment without server-populated fields, ready for `kubectl apply --server-side`.",
+        description="A YAML attachment without server-populated fields, ready for `kubectl apply --server-side`; "
+        "disruptionMode is written in the form the cluster's CRD embeds, as the last cluster check found.",
         parameters=[OpenApiParameter("revision", int, description="Export this revision instead of the current.")],
         responses={**YAML_BODY, **ERRORS, **NOT_FOUND},
         tags=["runtimes"],
@@ -382,6 +383,7 @@ class PolicyExportApi(PolicyApiView):
                     fields=[field("revision", "must be a positive integer")],
                 )
             manifest = selectors.revision_get(policy=policy, number=number).manifest
+        manifest = selectors.manifest_in_cluster_form(manifest)
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{policy.name}.yaml"'
         response["ETag"] = f'"{policy.version}"'

@@ -25,7 +25,7 @@ from runtimes.api.serializers import sync as ss
 from runtimes.api.serializers.policies import ErrorSerializer
 from runtimes.choices import SyncState
 from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
-from runtimes.errors import SyncRefused
+from runtimes.errors import CONFIRM_STARTUP_DEADLOCK, SyncRefused
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync, sync_batches
 from trainer_portal.api.dialect import camel_body, wants_legacy_keys
@@ -41,6 +41,14 @@ CLUSTER_ERRORS = {
 }
 
 
+
+
+def _confirmed(request) -> bool:
+    """Return whether the request confirms a startup-order deadlock (`confirmStartupDeadlock` in body or query)."""
+    value = request.data.get(CONFIRM_STARTUP_DEADLOCK) if isinstance(request.data, dict) else None
+    if value is None:
+        value = request.query_params.get(CONFIRM_STARTUP_DEADLOCK)
+    return value is True or str(value).lower() in ("1", "true", "yes")
 
 
 def sync_status_data(policy: RuntimePolicy) -> dict:
@@ -69,21 +77,29 @@ class RuntimeSyncApi(APIView):
         operation_id="policy_sync",
         summary="Sync a policy to the cluster",
         description="Queues the current revision for a server-side apply and answers 202 at once; poll "
-        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own.",
-        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply.")],
-        request=None,
+        "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own. A policy "
+        "whose gang never reaches minCount (a dependsOn pair inside one gang) needs `confirmStartupDeadlock: true`; "
+        "the sync status keeps that it was confirmed.",
+        parameters=[
+            OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply."),
+            OpenApiParameter(CONFIRM_STARTUP_DEADLOCK, OpenApiTypes.BOOL,
+                             description="Apply although a gang never schedules (startup order); also in the body."),
+        ],
+        request=ss.SyncRequestInputSerializer,
         responses={
             202: ss.SyncAcceptedSerializer,
             **FORBIDDEN,
             **NOT_FOUND,
-            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued."),
+            409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued; it keeps "
+                                 "errors from an import (`not_applicable`); or its startup-order deadlock is not "
+                                 "confirmed (`startup_deadlock_unconfirmed`, field `confirmStartupDeadlock`)."),
         },
         tags=TAGS,
     )
     def post(self, request, name: str):
         policy = selectors.policy_get(name=name)
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
-        revision = sync.policy_sync_request(policy=policy, force=force)
+        revision = sync.policy_sync_request(policy=policy, force=force, confirm_startup_deadlock=_confirmed(request))
         url = request.build_absolute_uri(reverse("api-runtime-sync", kwargs={"name": policy.name}))
         return Response(
             {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
@@ -140,6 +156,8 @@ class RuntimesBulkSyncApi(APIView):
         responses={
             202: ss.BulkSyncAcceptedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="Unknown policy names; `fields[].path` is `names`."),
+            409: OpenApiResponse(ErrorSerializer, description="A policy keeps import errors, or a startup-order "
+                                 "deadlock is not confirmed (`confirmStartupDeadlock`)."),
             **FORBIDDEN,
         },
         tags=TAGS,
@@ -148,7 +166,8 @@ class RuntimesBulkSyncApi(APIView):
         serializer = ss.BulkSyncInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         names = serializer.validated_data.get("names")
-        batch = sync.policies_sync_request(names=names, actor=request.user)
+        confirm = serializer.validated_data.get(CONFIRM_STARTUP_DEADLOCK, False)
+        batch = sync.policies_sync_request(names=names, actor=request.user, confirm_startup_deadlock=confirm)
         url = request.build_absolute_uri(reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex}))
         # "job" repeats "batch" for clients of the first release (deprecated with /sync-jobs/).
         return Response(

@@ -16,6 +16,8 @@ Decisions (documented in docs/placement.md):
 - `composite=True` needs replicatedJobs entries; it emits a root CompositePodGroup (L1 fields, default gang),
   a child CompositePodGroup per entry that has `job` (L3 leaves under it), and a leaf PodGroup per entry
   without `job`. All objects then use `scheduling.k8s.io/v1alpha3` (CompositePodGroup exists only there).
+- `resourceClaims` exist only on a level-3 `job` (Trainer v2.4, decision D17): each claim is copied into every
+  per-Job PodGroup (and its PodGroupTemplate), and every pod of that group shares it (`Expansion.pod_claims`).
 - `resourcesPerNode` replaces the resources of the trainer ancestor's main container as a whole (as upstream does:
   the runtime container's other resources are dropped); for MPI with `runLauncherAsNode` it also applies to
   ReplicatedJob `node`.
@@ -45,6 +47,7 @@ from runtimes.domain.expansion.model import (
     ExpansionError,
     PodGroupPlan,
     PodSet,
+    ResourceClaim,
 )
 from runtimes.domain.expansion.naming import (
     HASH_CHARS,
@@ -79,6 +82,7 @@ __all__ = [
     "ExpansionError",
     "PodGroupPlan",
     "PodSet",
+    "ResourceClaim",
     "expand",
     "fit_name",
     "pod_group_name_for",

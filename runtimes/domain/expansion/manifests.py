@@ -74,6 +74,8 @@ def _template_body(plan: Plan, group: PodGroupPlan) -> dict:
         body["schedulingConstraints"] = {"topology": [{"key": group.topology_key}]}
     if group.disruption_mode:
         body["disruptionMode"] = _disruption(plan, group.disruption_mode)
+    if group.resource_claims:
+        body["resourceClaims"] = [claim.to_dict() for claim in group.resource_claims]
     return body
 
 def workload_manifest(plan: Plan) -> dict | None:

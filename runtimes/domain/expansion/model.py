@@ -51,6 +51,21 @@ class PodSet:
 
 
 @dataclass(frozen=True)
+class ResourceClaim:
+    """A DRA claim of a PodGroup: `name` plus exactly one source (an existing claim, or a template)."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+    def to_dict(self) -> dict:
+        """Return the claim as it appears in `resourceClaims` of a PodGroup(Template)."""
+        if self.resource_claim_name is not None:
+            return {"name": self.name, "resourceClaimName": self.resource_claim_name}
+        return {"name": self.name, "resourceClaimTemplateName": self.resource_claim_template_name}
+
+
+@dataclass(frozen=True)
 class PodGroupPlan:
     """One PodGroup (or, with kind CompositePodGroup, one CompositePodGroup) the controller would create.
 
@@ -71,3 +86,4 @@ class PodGroupPlan:
     parent: str | None
     kind: str = POD_GROUP
     min_group_count: int | None = None
+    resource_claims: tuple[ResourceClaim, ...] = ()

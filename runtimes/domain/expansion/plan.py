@@ -29,6 +29,7 @@ from runtimes.domain.expansion.model import (
     ExpansionError,
     PodGroupPlan,
     PodSet,
+    ResourceClaim,
 )
 from runtimes.domain.expansion.naming import pod_group_name_for, template_name_for, workload_name_for
 from trainer_portal.placement.quantities import QuantityError, format_quantity, parse_resource
@@ -86,6 +87,15 @@ class Expansion:
                 return group.name
         return None
 
+    def pod_claims(self, replicated_job: str, job_index: int) -> list[dict]:
+        """Return the claims a pod of `replicated_job` in Job `job_index` shares with its PodGroup, as
+        `[{podGroup, name}]` (empty when its group has none). The pod uses the claim the PodGroup's
+        `status.resourceClaimStatuses` names once it is allocated, so the preview names the PodGroup's claim."""
+        for group in self.leaf_groups:
+            if replicated_job in group.replicated_jobs and group.job_index in (None, job_index):
+                return [{"podGroup": group.name, "name": claim.name} for claim in group.resource_claims]
+        return []
+
     def workload_manifest(self) -> dict | None:
         """Return the scheduling Workload object, or None when the runtime has no `spec.scheduling`."""
         return manifests.workload_manifest(self)
@@ -113,6 +123,9 @@ class Expansion:
                     "count": p.count,
                     "ancestor": p.ancestor,
                     "resourcesPerPod": dict(p.resources_per_pod),
+                    "sharedClaims": [
+                        claim for index in range(p.replicas) for claim in self.pod_claims(p.replicated_job, index)
+                    ],
                 }
                 for p in self.pod_sets
             ],
@@ -131,6 +144,7 @@ class Expansion:
                     "podCount": g.pod_count,
                     "disruptionMode": g.disruption_mode,
                     "parent": g.parent,
+                    "resourceClaims": [claim.to_dict() for claim in g.resource_claims],
                 }
                 for g in self.pod_groups
             ],
@@ -306,9 +320,31 @@ class _GroupSpec:
     topology_key: str | None
     disruption_mode: str | None
     explicit: bool  # any of the fields was set
+    resource_claims: tuple[ResourceClaim, ...] = ()
 
 
-def _group_spec(owner: dict, path: str, *, composite_level: bool = False) -> _GroupSpec:
+def _resource_claims(owner: dict, path: str, *, allowed: bool) -> tuple[ResourceClaim, ...]:
+    claims = _sequence(owner.get("resourceClaims"), f"{path}.resourceClaims")
+    if claims and not allowed:
+        raise ExpansionError(f"{path}.resourceClaims", "resourceClaims belong under job (level 3) in Trainer v2.4; "
+                                                       "move them to spec.scheduling.replicatedJobs[].job")
+    result = []
+    for index, raw in enumerate(claims):
+        item = f"{path}.resourceClaims[{index}]"
+        raw = _mapping(raw, item)
+        name = _string(raw.get("name"), f"{item}.name")
+        sources = [key for key in ("resourceClaimName", "resourceClaimTemplateName") if raw.get(key)]
+        if len(sources) != 1:
+            raise ExpansionError(item, "set exactly one of resourceClaimName or resourceClaimTemplateName")
+        source = _string(raw[sources[0]], f"{item}.{sources[0]}")
+        if sources[0] == "resourceClaimName":
+            result.append(ResourceClaim(name, resource_claim_name=source))
+        else:
+            result.append(ResourceClaim(name, resource_claim_template_name=source))
+    return tuple(result)
+
+
+def _group_spec(owner: dict, path: str, *, composite_level: bool = False, claims: bool = False) -> _GroupSpec:
     explicit = any(owner.get(key) is not None for key in ("schedulingPolicy", "schedulingConstraints",
                                                            "disruptionMode"))
     policy_spec = _mapping(owner.get("schedulingPolicy"), f"{path}.schedulingPolicy")
@@ -334,7 +370,8 @@ def _group_spec(owner: dict, path: str, *, composite_level: bool = False) -> _Gr
     if topology:
         entry = _mapping(topology[0], f"{path}.schedulingConstraints.topology[0]")
         key = _string(entry.get("key"), f"{path}.schedulingConstraints.topology[0].key")
-    return _GroupSpec(policy, key, _disruption_mode(owner.get("disruptionMode"), f"{path}.disruptionMode"), explicit)
+    return _GroupSpec(policy, key, _disruption_mode(owner.get("disruptionMode"), f"{path}.disruptionMode"), explicit,
+                      _resource_claims(owner, path, allowed=claims))
 
 
 def _disruption_mode(value: object, path: str) -> str | None:
@@ -380,7 +417,7 @@ def _entries(scheduling: dict, pod_sets: tuple[PodSet, ...], composite: bool) ->
         group = _group_spec(raw, path)
         job = None
         if raw.get("job") is not None:
-            job = _group_spec(_mapping(raw.get("job"), f"{path}.job"), f"{path}.job")
+            job = _group_spec(_mapping(raw.get("job"), f"{path}.job"), f"{path}.job", claims=True)
             if not composite and group.explicit:
                 raise ExpansionError(f"{path}.job", "job (level 3) excludes the entry's own schedulingPolicy/"
                                                     "schedulingConstraints/disruptionMode unless composite "
@@ -428,6 +465,7 @@ class _Builder:
             parent=parent,
             kind=kind,
             min_group_count=children if gang and kind == COMPOSITE_POD_GROUP else None,
+            resource_claims=spec.resource_claims if kind == POD_GROUP else (),
         )
         self.groups.append(plan)
         self.templates.append(template)

@@ -68,8 +68,22 @@ class _GroupChecks(_CheckerBase):
         self.check_disruption_mode(group, path)
         claims = self.sequence(group, "resourceClaims", f"{path}.resourceClaims")
         if claims is not None:
+            if level != 3:
+                self.check_claims_level(path, level)
             self.check_resource_claims(claims, f"{path}.resourceClaims")
-        del level  # all three levels share the same group shape
+
+    def check_claims_level(self, path: str, level: int) -> None:
+        """Report resourceClaims on a level-1 group or a level-2 entry: Trainer v2.4 has them only under `job`."""
+        # Decision D17: KEP-3015 68e528b8 and JobSet's ReplicatedJobScheduling keep claims on per-Job groups only.
+        where = "spec.scheduling" if level == 1 else f"the entry {path}"
+        self.error(
+            f"{path}.resourceClaims",
+            "scheduling.resource_claims.level",
+            f"resourceClaims is not a field of {where} in Trainer v2.4: claims belong to level 3, under job, where "
+            "each claim is copied into the per-Job PodGroup and shared by all its pods; move it to "
+            "spec.scheduling.replicatedJobs[].job.resourceClaims of an entry that targets the ReplicatedJob "
+            "whose pods share the device (e.g. `{targetReplicatedJobs: [node], job: {resourceClaims: [...]}}`)",
+        )
 
     def check_topology_item(self, item: Any, path: str) -> None:
         if not isinstance(item, dict):
@@ -99,6 +113,14 @@ class _GroupChecks(_CheckerBase):
                 f"topology key {_show(key)} is not a valid node label key: {'; '.join(problems)}",
             )
             return
+        if self.options.topology_gate is False:
+            self.warn(
+                f"{path}.key",
+                "scheduling.topology.gate_off",
+                f"this {_show(key)} constraint is ignored by this cluster: its {c.GATE_TOPOLOGY} feature gate is off, "
+                "so the API server drops schedulingConstraints from the PodGroups and the gang is placed without "
+                f"it; enable {c.GATE_TOPOLOGY}=true on kube-apiserver and kube-scheduler",
+            )
         known = self.options.known_topology_keys
         if known and key not in known:
             self.warn(
@@ -113,7 +135,20 @@ class _GroupChecks(_CheckerBase):
             return
         mode = group["disruptionMode"]
         dpath = f"{path}.disruptionMode"
+        form = self.options.disruption_mode_form
+        if form == c.DISRUPTION_MODE_STRING:
+            self.check_string_disruption_mode(mode, dpath)
+            return
         if isinstance(mode, str):
+            if mode in LEGACY_DISRUPTION_MODES and form == c.DISRUPTION_MODE_UNION:
+                self.error(
+                    dpath,
+                    "scheduling.disruption_mode.cluster_form",
+                    f"this cluster's ClusterTrainingRuntime CRD embeds the Kubernetes 1.37 scheduling types, where "
+                    f"disruptionMode is a union: write {{{LEGACY_DISRUPTION_MODES[mode]}: {{}}}} instead of "
+                    f"{mode!r}",
+                )
+                return
             if mode in LEGACY_DISRUPTION_MODES:
                 union = LEGACY_DISRUPTION_MODES[mode]
                 self.warn(
@@ -135,6 +170,20 @@ class _GroupChecks(_CheckerBase):
                 "scheduling.disruption_mode.one_of",
                 f"disruptionMode must set exactly one of single or all, e.g. {{all: {{}}}}; got {_show(mode)}",
             )
+
+    def check_string_disruption_mode(self, mode: Any, dpath: str) -> None:
+        """Check disruptionMode against a CRD embedding the v1alpha2 types (the string enum Pod | PodGroup)."""
+        if isinstance(mode, str) and mode in LEGACY_DISRUPTION_MODES:
+            return
+        union = {v: k for k, v in LEGACY_DISRUPTION_MODES.items()}
+        member = next(iter(mode), None) if isinstance(mode, dict) and len(mode) == 1 else None
+        fix = f"write {union[member]!r}" if member in union else "write 'Pod' or 'PodGroup'"
+        self.error(
+            dpath,
+            "scheduling.disruption_mode.cluster_form",
+            "this cluster's ClusterTrainingRuntime CRD embeds the Kubernetes 1.36 (v1alpha2) scheduling types, "
+            f"where disruptionMode is the string Pod or PodGroup, not {_show(mode)}: {fix}",
+        )
 
     def check_resource_claims(self, claims: list, path: str) -> None:
         seen: set[str] = set()

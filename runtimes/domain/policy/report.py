@@ -64,6 +64,7 @@ RULES: dict[str, str] = {
     "replicated_job.name.required": "each rJob has a name",
     "replicated_job.name.invalid": "rJob names are DNS-1123 labels (≤ 63) — decision D4",
     "replicated_job.name.duplicate": "rJob names are unique (list-map key)",
+    "replicated_job.name.too_long": "rJob names are ≤ 20 characters (Trainer v2.4.0, #4394) — decision D4",
     "replicated_job.replicas.invalid": "replicas is an integer ≥ 0",
     "replicated_job.replicas.zero": "(warning) replicas 0 creates no Jobs — decision D5",
     "replicated_job.depends_on.too_many": "dependsOn ≤ 5 items",
@@ -81,6 +82,7 @@ RULES: dict[str, str] = {
     "ancestor.no_trainer": "(warning) some rJob is labelled trainer, or numNodes does not apply",
     "scheduling.pod_group_policy_exclusive": "spec.scheduling and spec.podGroupPolicy are mutually exclusive",
     "scheduling.levels_exclusive": "level 1 fields and replicatedJobs exclusive without composite — decision D6",
+    "scheduling.composite.alpha2": "(warning) composite levels are Alpha 2, not in Trainer v2.4.0 — decision D6",
     "scheduling.replicated_jobs.empty": "(warning) scheduling.replicatedJobs is not an empty list",
     "scheduling.replicated_jobs.too_many": "scheduling.replicatedJobs ≤ 8 entries",
     "scheduling.targets.count": "targetReplicatedJobs has 1..8 names",
@@ -88,7 +90,7 @@ RULES: dict[str, str] = {
     "scheduling.targets.duplicate": "targets within an entry are unique (set)",
     "scheduling.targets.unknown": "every target exists in the template",
     "scheduling.targets.targeted_twice": "no rJob is targeted by two entries",
-    "scheduling.untargeted_replicated_job": "(warning) untargeted rJobs fall back to basic — decision D3",
+    "scheduling.untargeted_replicated_job": "with replicatedJobs, every rJob is targeted by one entry — decision D3",
     "scheduling.job.single_target": "an entry with job targets exactly one rJob",
     "scheduling.job.excludes_entry_fields": "an entry with job sets no level-2 fields without composite",
     "scheduling.job.replicas": "a level-3 target has replicas ≤ max_level3_replicas (v2.4: 1) — decision D7",
@@ -100,8 +102,11 @@ RULES: dict[str, str] = {
     "scheduling.topology.key_required": "topology[].key is set",
     "scheduling.topology.key_invalid": "topology[].key has label-key syntax",
     "scheduling.topology.key_unknown": "(warning) topology key is a node label known to the cluster",
+    "scheduling.topology.gate_off": "(warning) topology constraints need TopologyAwareWorkloadScheduling — D11",
     "scheduling.disruption_mode.one_of": "disruptionMode sets exactly one of single / all",
     "scheduling.disruption_mode.legacy_string": "(warning) disruptionMode uses the union form, not Pod/PodGroup",
+    "scheduling.disruption_mode.cluster_form": "disruptionMode has the form the installed CRD embeds — decision D9",
+    "scheduling.resource_claims.level": "resourceClaims are set only under job (level 3) — decision D17",
     "scheduling.resource_claims.too_many": "resourceClaims ≤ 4 per group",
     "scheduling.resource_claims.name_required": "each resource claim has a name",
     "scheduling.resource_claims.duplicate": "resource claim names are unique",
@@ -115,6 +120,24 @@ RULES: dict[str, str] = {
     "deadlock.level1_gang_sequenced": "(warning) no level-1 gang on a runtime with dependsOn / InOrder",
     "capacity.level3_gang_large": "(warning) a large level-3 gang must fit one topology domain",
 }
+
+
+# Errors that block a save from the form, the YAML editor or the API, but not an import or an adoption: these rules
+# arrived with Trainer v2.4.0 (ReplicatedJob names ≤ 20, every ReplicatedJob targeted, resourceClaims only under
+# job), so a runtime written for an earlier release or pre-release CRD may already exist on a cluster or in a file.
+# Such a runtime is stored with the error shown, so nothing is lost; it cannot be saved again or applied until fixed.
+# Decision D18 in docs/decisions.md.
+IMPORTABLE_ERRORS: frozenset[str] = frozenset(
+    {
+        "replicated_job.name.too_long",
+        "scheduling.untargeted_replicated_job",
+        "scheduling.resource_claims.level",
+    }
+)
+# The lints that mean a gang can never reach its minCount on a real cluster (dependsOn start order), decision D8.
+STARTUP_DEADLOCKS: frozenset[str] = frozenset(
+    {"deadlock.gang_waits_for_ready", "deadlock.gang_waits_for_complete", "deadlock.level1_gang_sequenced"}
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +177,21 @@ class ValidationReport:
     def codes(self) -> tuple[str, ...]:
         return tuple(p.code for p in self.problems)
 
+    @property
+    def import_blocking_errors(self) -> tuple[Problem, ...]:
+        """The errors that refuse an import or adoption: every error except the `IMPORTABLE_ERRORS`."""
+        return tuple(p for p in self.errors if p.code not in IMPORTABLE_ERRORS)
+
+    @property
+    def importable(self) -> bool:
+        """True when an import or adoption may store the manifest (its errors, if any, are all importable)."""
+        return not self.import_blocking_errors
+
+    @property
+    def startup_deadlocks(self) -> tuple[Problem, ...]:
+        """The warnings saying a gang can never reach minCount because of the dependsOn start order."""
+        return tuple(p for p in self.problems if p.code in STARTUP_DEADLOCKS)
+
     def as_dicts(self) -> list[dict[str, str]]:
         """Return the problems as JSON-ready dicts (errors first, then warnings, each in path order found)."""
         ordered = sorted(self.problems, key=lambda p: p.severity != "error")
@@ -164,11 +202,17 @@ class ValidationReport:
 class ValidationOptions:
     """Cluster facts validation depends on.
 
-    composite_enabled: the `TrainJobCompositePodGroup` gate is on (levels may be combined).
+    composite_enabled: composite (gang-of-gangs) levels are allowed — Alpha 2, not in Trainer v2.4.0 (decision D6).
     max_level3_replicas: most replicas a level-3 target may have (1 in Trainer v2.4).
     known_topology_keys: node label keys present in the cluster; when non-empty, other keys get a warning.
+    disruption_mode_form: how the installed CRD embeds `disruptionMode` (`constants.DISRUPTION_MODE_UNION` /
+        `_STRING`); unknown (`""`) accepts both, with a warning on the string form (decision D9).
+    topology_gate: whether the cluster keeps topology constraints (`TopologyAwareWorkloadScheduling`); False warns
+        on every topology key, None (unknown) does not (decision D11).
     """
 
     composite_enabled: bool = False
     max_level3_replicas: int = c.V24_MAX_LEVEL3_REPLICAS
     known_topology_keys: tuple[str, ...] = ()
+    disruption_mode_form: str = c.DISRUPTION_MODE_UNKNOWN
+    topology_gate: bool | None = None

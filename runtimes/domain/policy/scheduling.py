@@ -86,8 +86,17 @@ class _SchedulingChecks(_CheckerBase):
             self.error(
                 path,
                 "scheduling.levels_exclusive",
-                f"level 1 ({', '.join(level1)}) and level 2 (replicatedJobs) cannot be combined unless the "
-                "TrainJobCompositePodGroup gate is enabled; keep one level",
+                f"level 1 ({', '.join(level1)}) and level 2 (replicatedJobs) cannot be combined: Trainer v2.4.0 "
+                f"keeps them mutually exclusive (composite PodGroups are {c.COMPOSITE_RELEASE_LABEL}); keep one "
+                "level: remove the level-1 fields, or remove replicatedJobs",
+            )
+        elif level1 and entries:
+            self.warn(
+                path,
+                "scheduling.composite.alpha2",
+                f"level 1 ({', '.join(level1)}) around level-2 groups is a composite (gang-of-gangs) policy, "
+                f"{c.COMPOSITE_RELEASE_LABEL}: a Trainer v2.4.0 cluster rejects it; keep one level to apply it to "
+                "such a cluster",
             )
         self.check_group(scheduling, path, level=1)
         level1_gang = _policy_of(scheduling) == "gang" and (bool(level1) or not entries)
@@ -128,12 +137,14 @@ class _SchedulingChecks(_CheckerBase):
             templates += self.check_entry(entry, epath, index, targeted)
         untargeted = [r.name for r in self.rjobs if r.name and r.name not in targeted]
         for name in untargeted:
-            # Decision D3: untargeted ReplicatedJobs are allowed and fall back to basic scheduling.
-            self.warn(
+            # Decision D3: Trainer v2.4.0 rejects a runtime whose replicatedJobs leave a ReplicatedJob untargeted.
+            self.error(
                 f"{path}.replicatedJobs",
                 "scheduling.untargeted_replicated_job",
-                f"ReplicatedJob {_show(name)} is not targeted by any replicatedJobs entry and falls back to basic "
-                "scheduling (no gang); add it to an entry if it must be gang-scheduled",
+                f"ReplicatedJob {_show(name)} is not targeted by any {path}.replicatedJobs entry; with "
+                "replicatedJobs every ReplicatedJob must be targeted by exactly one entry (Trainer v2.4): add an "
+                f"entry `targetReplicatedJobs: [{name}]` with `schedulingPolicy: {{basic: {{}}}}` (or add "
+                f"{_show(name)} to an existing entry's targetReplicatedJobs)",
             )
         templates += len(untargeted) + (1 if level1 else 0)
         if templates > c.MAX_POD_GROUP_TEMPLATES:
@@ -203,13 +214,23 @@ class _SchedulingChecks(_CheckerBase):
                 "an entry with job (level 3) must target exactly one ReplicatedJob; split it into one entry per "
                 "ReplicatedJob",
             )
-        entry_fields = [f for f in GROUP_FIELDS if f in entry]
+        # resourceClaims on the entry has its own error (scheduling.resource_claims.level) saying where it belongs.
+        entry_fields = [f for f in GROUP_FIELDS if f in entry and f != "resourceClaims"]
         if entry_fields and not composite:
             self.error(
                 epath,
                 "scheduling.job.excludes_entry_fields",
-                f"an entry with job cannot also set {', '.join(entry_fields)} unless the TrainJobCompositePodGroup "
-                "gate is enabled; move them under job or remove them",
+                f"an entry with job cannot also set {', '.join(entry_fields)} in Trainer v2.4.0 (an entry that is a "
+                f"group of per-Job groups is composite, {c.COMPOSITE_RELEASE_LABEL}); move them under job or remove "
+                "them",
+            )
+        elif entry_fields:
+            self.warn(
+                epath,
+                "scheduling.composite.alpha2",
+                f"an entry with both {', '.join(entry_fields)} and job is a composite (gang-of-gangs) group, "
+                f"{c.COMPOSITE_RELEASE_LABEL}: a Trainer v2.4.0 cluster rejects it; move the fields under job to "
+                "apply it to such a cluster",
             )
         self.check_typos(job, jpath, allowed=GROUP_FIELDS)
         self.check_group(job, jpath, level=3)

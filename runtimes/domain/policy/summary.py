@@ -72,6 +72,8 @@ def _summarise_scheduling(scheduling: dict) -> SchedulingSummary:
             parts.append(" · ".join(filter(None, [f"L3 · {target} ({_policy_of(job) or '?'})", key])))
     if (has_l1 and (l2 or l3)) or any(e in l2 for e in l3):
         mode = "composite"
+        # Decision D6: composite groups are the KEP's Alpha 2; the label leads so list truncation never hides it.
+        parts.insert(0, "Composite (Alpha 2)")
     elif l2 and l3:
         mode = "mixed"
     elif l3:

@@ -66,6 +66,16 @@ class _TemplateChecks(_CheckerBase):
                     f"ReplicatedJob name {_show(name)} must be a DNS-1123 label (it becomes part of Job and Pod "
                     f"names): {'; '.join(problems)}",
                 )
+            if len(name) > c.MAX_REPLICATED_JOB_NAME_LENGTH:
+                # Decision D4: Trainer v2.4.0 rejects longer names in runtimes.
+                self.error(
+                    f"{path}.name",
+                    "replicated_job.name.too_long",
+                    f"ReplicatedJob name {_show(name)} has {len(name)} characters; Trainer v2.4 limits ReplicatedJob "
+                    f"names in runtimes to {c.MAX_REPLICATED_JOB_NAME_LENGTH} ({c.TRAINER_RJOB_NAME_CHANGE}): "
+                    f"rename it to at most {c.MAX_REPLICATED_JOB_NAME_LENGTH} characters, e.g. "
+                    f"{_show(name[: c.MAX_REPLICATED_JOB_NAME_LENGTH].rstrip('-'))}",
+                )
             if name in self.rjob_by_name:
                 self.error(
                     f"{path}.name",

@@ -19,7 +19,7 @@ def from_sync_state(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runtimes', '0002_sync_batch'),
+        ('runtimes', '0003_sync_startup_deadlock_confirmed'),
     ]
 
     operations = [

@@ -1,0 +1,1 @@
+"""Pure code of the cluster app: reading facts from objects the cluster serves (no I/O)."""
