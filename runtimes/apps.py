@@ -8,17 +8,19 @@ class RuntimesConfig(AppConfig):
     verbose_name = "Runtime policies"
 
     def ready(self) -> None:
+        from trainer_portal.cluster import informers
         from trainer_portal.cluster.selectors import PagePanel, register_page_panel
 
-        from . import selectors
+        from . import handlers, selectors
+        from .views.sync import batch_id_in
+
+        informers.register(handlers.RuntimeDriftHandler)
 
         register_page_panel(PagePanel("runtimes-actions", "actions", "runtimes/_cluster_actions.html",
                                       lambda request: {}))
         register_page_panel(PagePanel("runtimes-sync", "aside", "runtimes/_cluster_sync_overview.html",
                                       lambda request: {"state_counts": selectors.sync_state_counts(),
                                                        "attention": selectors.policies_needing_attention(),
-                                                       # ?job= is the first release's name of ?batch=.
-                                                       "batch_id": request.GET.get("batch")
-                                                       or request.GET.get("job", "")}))
+                                                       "batch_id": batch_id_in(request)}))
         register_page_panel(PagePanel("runtimes-topology-gate", "aside", "runtimes/_cluster_topology_gate.html",
                                       lambda request: {"policies": selectors.policies_with_ignored_topology()}))

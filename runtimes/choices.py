@@ -22,6 +22,16 @@ ACTIVE_SYNC_STATES = (SyncState.QUEUED, SyncState.SYNCING)
 LIVE_SYNC_STATES = (SyncState.SYNCED, SyncState.DRIFTED)
 
 
+class ClusterState(models.TextChoices):
+    """What the cluster holds for a policy, as last seen by an apply or a drift check (a fact apart from the sync
+    status, which compares the current revision with the applied one)."""
+
+    NOT_APPLIED = "not_applied", "Not applied"
+    MATCHES = "matches", "Matches"
+    DRIFTED = "drifted", "Drifted"
+    MISSING = "missing", "Missing on the cluster"
+
+
 class RevisionSource(models.TextChoices):
     """Which interface produced a revision."""
 

@@ -12,7 +12,8 @@ from functools import partial
 from django.conf import settings
 from django.db import models
 
-from .choices import RevisionSource, SyncState
+from .choices import ClusterState, RevisionSource, SyncState
+from .domain.status import SyncStatus, sync_status
 
 
 class ManifestField(models.JSONField):
@@ -75,6 +76,10 @@ class RuntimePolicy(models.Model):
     last_sync_error = models.TextField(blank=True)
     sync_error_fields = models.JSONField(default=list, blank=True)
     drift_diff = models.TextField(blank=True)
+    cluster_state = models.CharField(
+        max_length=16, choices=ClusterState, default=ClusterState.NOT_APPLIED,
+        help_text="What the cluster holds, as last seen by an apply or a drift check.",
+    )
     sync_startup_deadlock_confirmed = models.BooleanField(
         default=False,
         help_text="The last apply request confirmed that a gang of this policy never reaches minCount (a dependsOn "
@@ -94,6 +99,16 @@ class RuntimePolicy(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def sync_status(self) -> SyncStatus:
+        """Return the sync status at a glance: "Synced" only when the applied revision is the current one."""
+        return sync_status(
+            state=self.sync_state,
+            version=self.version,
+            applied_revision=self.applied_revision,
+            requested_revision=self.sync_requested_revision,
+        )
 
 
 class PolicyRevision(models.Model):

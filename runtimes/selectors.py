@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from runtimes.choices import ACTIVE_SYNC_STATES, POLICY_ORDERINGS, SyncState
+from runtimes.domain import status
 from runtimes.domain.diff import Change, structural_diff, unified_diff
+from runtimes.domain.labels import is_dns1123_subdomain
+from runtimes.domain.status import LIVE_STATES
 from runtimes.errors import PolicyNotFound, RevisionNotFound
 from runtimes.models import PolicyRevision, RuntimePolicy
 from trainer_portal.health.selectors import queued_sync_warning
@@ -19,6 +22,8 @@ def policy_list(
     framework: str = "",
     scheduling_mode: str = "",
     sync_state: str = "",
+    sync_status: str = "",
+    cluster_status: str = "",
     ordering: str = "name",
 ) -> QuerySet[RuntimePolicy]:
     """Return policies matching the filters (empty filter = any), with their creator and last editor joined.
@@ -39,12 +44,34 @@ def policy_list(
         queryset = queryset.filter(scheduling_mode=scheduling_mode)
     if sync_state:
         queryset = queryset.filter(sync_state=sync_state)
+    if sync_status:
+        queryset = queryset.filter(_sync_status_filter(sync_status))
+    if cluster_status:
+        queryset = queryset.filter(cluster_state=cluster_status)
     return queryset.order_by(*POLICY_ORDERINGS[ordering])
+
+
+def _sync_status_filter(code: str) -> Q:
+    """Return the rows whose `RuntimePolicy.sync_status` has `code` (the same rule, as a query)."""
+    live = Q(sync_state__in=LIVE_STATES, applied_revision__isnull=False)
+    if code == status.SYNCED:
+        return live & Q(applied_revision=F("version"))
+    if code == status.OUT_OF_SYNC:
+        return live & ~Q(applied_revision=F("version"))
+    if code == status.DRAFT:
+        return ~Q(sync_state__in=[status.QUEUED, status.SYNCING, status.FAILED]) & ~live
+    return Q(sync_state=code)
 
 
 def policy_get(*, name: str) -> RuntimePolicy:
     """Return the policy named `name` with creator and last editor joined, and `sync_warning` set (see
-    `policy_sync_warning`). Raises PolicyNotFound."""
+    `policy_sync_warning`). Raises PolicyNotFound.
+
+    A name no policy can have (not a DNS-1123 subdomain: a NUL, a "/", 300 characters) is not looked up;
+    PostgreSQL refuses a NUL in a query outright.
+    """
+    if not is_dns1123_subdomain(name):
+        raise PolicyNotFound(name)
     try:
         policy = RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
     except RuntimePolicy.DoesNotExist:

@@ -100,3 +100,18 @@ def gateway(cluster):
     from trainer_portal.kube.client import get_gateway
 
     return get_gateway()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """Keep SQLite test databases in a file, as the portal's own database is.
+
+    An in-memory database is shared between threads through SQLite's shared cache, which refuses a second writer
+    at once ("table is locked") whatever the busy timeout; the concurrency suites need the file's real locking.
+    """
+    from django.conf import settings
+
+    for alias, database in settings.DATABASES.items():
+        test = database.setdefault("TEST", {})
+        if database["ENGINE"] == "django.db.backends.sqlite3" and not test.get("NAME"):
+            test["NAME"] = str(tmp_path_factory.mktemp("database") / f"test_{alias}.sqlite3")

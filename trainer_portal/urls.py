@@ -26,6 +26,8 @@ class _FaviconRedirect(RedirectView):
         return static("favicon.svg")
 
 
+PAGE = ["get", "head"]
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
@@ -40,6 +42,7 @@ urlpatterns = [
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(**_DOCS), name="api-schema"),
-    path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema", **_DOCS), name="api-docs"),
-    path("api/redoc/", RedocDocsView.as_view(url_name="api-schema", **_DOCS), name="api-redoc"),
+    # The doc pages are HTML templates only: OPTIONS (which would render DRF metadata into them) is not offered.
+    path("api/docs/", SwaggerDocsView.as_view(url_name="api-schema", http_method_names=PAGE, **_DOCS), name="api-docs"),
+    path("api/redoc/", RedocDocsView.as_view(url_name="api-schema", http_method_names=PAGE, **_DOCS), name="api-redoc"),
 ]

@@ -94,7 +94,8 @@ class TrainJobSummaryApi(ConditionalMixin, APIView):
         operation_id="trainjobs_summary",
         summary="Count TrainJobs per admission state",
         parameters=[s.SummaryQuerySerializer, ETAG_HEADER],
-        responses={200: s.SummarySerializer, 304: OpenApiResponse(description="Nothing changed.")},
+        responses={200: s.SummarySerializer, 304: OpenApiResponse(description="Nothing changed."),
+                   400: OpenApiResponse(description="A query parameter is invalid (named in the error).")},
         tags=["trainjobs"],
     )
     def get(self, request):

@@ -56,8 +56,18 @@ def contains(live: Any, desired: Any) -> bool:
 
 
 def comparable(obj: dict) -> dict:
-    """Return ``obj`` without server-populated fields, for comparing desired and live objects."""
-    return strip_server_fields(obj)
+    """Return ``obj`` without server-populated fields and without the portal's own bookkeeping (the revision
+    annotation), for comparing desired and live objects: neither is ever a difference someone made."""
+    clean = strip_server_fields(obj)
+    metadata = clean.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("annotations"), dict):
+        metadata = clean["metadata"] = dict(metadata)
+        annotations = {key: value for key, value in metadata["annotations"].items() if key != REVISION_ANNOTATION}
+        if annotations:
+            metadata["annotations"] = annotations
+        else:
+            del metadata["annotations"]
+    return clean
 
 
 def foreign_fields(managed_fields: list[dict], field_manager: str, desired: dict) -> list[tuple[str, str]]:

@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_INTEGER_DIGITS = 100
 # Real manifests nest ~20 levels deep; this bound keeps recursive code (ours and PyYAML's) far from the stack limit.
 MAX_DEPTH = 100
 # A runtime has a few hundred nodes; 1 MiB of real manifests stays far below this. Pathological input ("- 1" × 250k)
@@ -227,7 +228,23 @@ class _SafeConstructor(yaml.constructor.SafeConstructor):
         return mapping
 
 
+    def construct_yaml_int(self, node: Node) -> int:
+        # Python refuses to convert integers of more than 4,300 digits (a ValueError, not a YAML error); no field of
+        # a runtime needs more than an int64's 19.
+        digits = sum(character.isdigit() for character in str(node.value))
+        if digits > MAX_INTEGER_DIGITS:
+            line, column = _mark_position(node.start_mark)
+            raise ManifestError(
+                f"a number of {digits:,} digits is too long; numbers here have at most {MAX_INTEGER_DIGITS} digits "
+                "(quote it if it is text)",
+                line=line,
+                column=column,
+            )
+        return super().construct_yaml_int(node)
+
+
 _SafeConstructor.add_constructor("tag:yaml.org,2002:map", _SafeConstructor.construct_yaml_map)
+_SafeConstructor.add_constructor("tag:yaml.org,2002:int", _SafeConstructor.construct_yaml_int)
 
 
 class _SafeLoader(

@@ -16,6 +16,7 @@ from typing import Any
 
 from runtimes.domain.constants import MAX_NUM_NODES, SCHEDULING_V1ALPHA2, SCHEDULING_V1BETA1
 from runtimes.domain.labels import dns1123_label_problems
+from runtimes.domain.numbers import parse_whole_number, shown
 from runtimes.domain.placement_adapter import NO_POD_GROUP
 from trainer_portal.errors import PortalError
 from trainer_portal.errors import field as problem
@@ -165,22 +166,15 @@ class PreviewRequest:
 
 def _integer(value: object, path: str, low: int, high: int, errors: list[dict[str, str]]) -> int | None:
     """Return `value` as an int within [low, high], or None after appending a problem naming `path`."""
-    number: int | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        number = int(value.strip())
+    number = parse_whole_number(value)
     if number is None:
-        shown = "nothing" if value in (None, "") else repr(value)
-        errors.append({"path": path, "message": f"must be a whole number from {low:,} to {high:,}; got {shown}"})
+        errors.append({
+            "path": path, "message": f"must be a whole number from {low:,} to {high:,}; got {shown(value)}",
+        })
         return None
     if not low <= number <= high:
-        shown = f"{number:,}" if abs(number) < 10**15 else f"a number of {len(str(abs(number)))} digits"
-        errors.append({"path": path, "message": f"must be from {low:,} to {high:,}; got {shown}"})
+        got = f"{number:,}" if abs(number) < 10**15 else f"a number of {len(str(abs(number)))} digits"
+        errors.append({"path": path, "message": f"must be from {low:,} to {high:,}; got {got}"})
         return None
     return number
 
@@ -253,11 +247,11 @@ def _synthetic(value: object, errors: list[dict[str, str]]) -> SyntheticTopology
             values[attribute] = number
     fragmentation = value.get("fragmentation")
     if fragmentation not in (None, ""):
-        pattern = str(fragmentation).strip().upper()
+        pattern = fragmentation.strip().upper() if isinstance(fragmentation, str) else None
         if pattern not in FRAGMENTATIONS:
             errors.append({
                 "path": "topology.fragmentation",
-                "message": f"must be one of {', '.join(FRAGMENTATIONS)}; got {fragmentation!r}",
+                "message": f"must be one of {', '.join(FRAGMENTATIONS)}; got {shown(fragmentation)}",
             })
         else:
             values["fragmentation"] = pattern
@@ -286,11 +280,12 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool) -> P
     num_nodes = _integer(data.get("numNodes"), "numNodes", 1, MAX_NUM_NODES, errors)
     resources = _resources(data.get("resourcesPerNode"), errors)
     api_version = data.get("apiVersion") or API_V1BETA1
-    if api_version not in API_VERSIONS:
+    if not isinstance(api_version, str) or api_version not in API_VERSIONS:
         errors.append({
             "path": "apiVersion",
-            "message": f"must be one of {', '.join(API_VERSIONS)}; got {api_version!r}",
+            "message": f"must be one of {', '.join(API_VERSIONS)}; got {shown(api_version)}",
         })
+        api_version = API_V1BETA1
     composite = _boolean(data.get("composite"), "composite", errors)
     if composite and api_version == API_V1ALPHA2:
         errors.append({
@@ -307,8 +302,9 @@ def preview_request_parse(data: Mapping[str, Any], *, live_available: bool) -> P
         topology = {}
     # The same default as the preview page: the live cluster whenever a snapshot of it exists.
     source = topology.get("source") or (SOURCE_LIVE if live_available else SOURCE_SYNTHETIC)
-    if source not in (SOURCE_SYNTHETIC, SOURCE_LIVE):
-        errors.append({"path": "topology.source", "message": f"must be 'synthetic' or 'live'; got {source!r}"})
+    if not isinstance(source, str) or source not in (SOURCE_SYNTHETIC, SOURCE_LIVE):
+        errors.append({"path": "topology.source", "message": f"must be 'synthetic' or 'live'; got {shown(source)}"})
+        source = SOURCE_SYNTHETIC
     elif source == SOURCE_LIVE and not live_available:
         errors.append({
             "path": "topology.source",

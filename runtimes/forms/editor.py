@@ -37,6 +37,7 @@ from runtimes.forms.fields import (
     SCHEDULING_CHOICES,
     VOLCANO_MODE_CHOICES,
     TopologyKeyInput,
+    WholeNumberField,
     bool_choice,
     choice_bool,
     clean_topology_key,
@@ -74,13 +75,13 @@ class PolicyForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "placeholder": "example.com/owner=alice"}),
         help_text="One key=value per line.",
     )
-    num_nodes = forms.IntegerField(
+    num_nodes = WholeNumberField(
         required=False, min_value=0, label="Default numNodes", help_text="Training nodes when a TrainJob sets none."
     )
     ml_policy = forms.ChoiceField(
         required=False, choices=ML_POLICY_CHOICES, label="ML policy", widget=forms.RadioSelect
     )
-    mpi_num_proc_per_node = forms.IntegerField(required=False, min_value=1, label="Processes per node")
+    mpi_num_proc_per_node = WholeNumberField(required=False, min_value=1, label="Processes per node")
     mpi_implementation = forms.ChoiceField(
         required=False, choices=MPI_IMPLEMENTATION_CHOICES, label="MPI implementation"
     )
@@ -91,17 +92,17 @@ class PolicyForm(forms.Form):
         label="Run launcher as a node",
         help_text="The launcher also trains (numNodes − 1 node pods).",
     )
-    flux_num_proc_per_node = forms.IntegerField(required=False, min_value=1, label="Processes per node")
+    flux_num_proc_per_node = WholeNumberField(required=False, min_value=1, label="Processes per node")
 
     scheduling_mode = forms.ChoiceField(choices=SCHEDULING_CHOICES, widget=forms.RadioSelect, label="Scheduling")
     l1_policy = forms.ChoiceField(choices=POLICY_CHOICES, required=False, label="Policy")
     l1_topology_key = forms.CharField(required=False, max_length=316, label="Topology key", widget=TopologyKeyInput())
     l1_disruption_mode = forms.ChoiceField(choices=DISRUPTION_CHOICES, required=False, label="Disruption mode")
-    coscheduling_timeout_seconds = forms.IntegerField(
+    coscheduling_timeout_seconds = WholeNumberField(
         required=False, min_value=0, label="Schedule timeout (seconds)", help_text="Default 60."
     )
     volcano_mode = forms.ChoiceField(required=False, choices=VOLCANO_MODE_CHOICES, label="Network topology mode")
-    volcano_highest_tier_allowed = forms.IntegerField(
+    volcano_highest_tier_allowed = WholeNumberField(
         required=False, min_value=0, label="Highest tier allowed", help_text="Default 1."
     )
     # The fields as rendered (JSON), so a save can tell which form fields the user changed (see merge_fields).
@@ -169,7 +170,7 @@ class ReplicatedJobForm(forms.Form):
     """One `spec.template.spec.replicatedJobs[]` item: the fields the editor models (the rest is preserved)."""
 
     name = forms.CharField(max_length=63, widget=forms.TextInput(attrs={"spellcheck": "false"}))
-    replicas = forms.IntegerField(required=False, min_value=0, initial=1)
+    replicas = WholeNumberField(required=False, min_value=0, initial=1)
     ancestor_step = forms.ChoiceField(required=False, choices=ANCESTOR_CHOICES, label="Ancestor step")
     depends_on = forms.CharField(
         required=False,

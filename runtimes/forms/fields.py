@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -13,6 +15,7 @@ from runtimes.domain.constants import (
     TOPOLOGY_ZONE,
 )
 from runtimes.domain.labels import label_key_problems, label_value_problems
+from runtimes.domain.numbers import parse_whole_number
 
 ML_POLICY_CHOICES = [
     ("torch", "PyTorch (torch)"),
@@ -152,6 +155,8 @@ def keep_unknown_choices(form: forms.Form) -> None:
         if value is None or isinstance(value, bool):
             continue
         value = str(value)
+        if not value.isprintable():
+            continue  # NUL or another control character: the field refuses it (never saved, never echoed as a choice)
         if value not in {str(key) for key, _ in field.choices}:
             field.choices = [*field.choices, (value, f"{value} (not a known value)")]
 
@@ -164,5 +169,20 @@ def choice_bool(value: str) -> bool | None:
     return None if value == "" else value == "true"
 
 
+INT32_MAX = 2**31 - 1
 
 
+class WholeNumberField(forms.IntegerField):
+    """An IntegerField held to the portal's one number rule (`runtimes.domain.numbers`): ASCII digits only, and at
+    most int32 (the bound of the CRD's integer fields and of revision numbers) unless a smaller maximum is given."""
+
+    def __init__(self, *args: Any, max_value: int | None = INT32_MAX, **kwargs: Any) -> None:
+        super().__init__(*args, max_value=max_value, **kwargs)
+
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values:
+            return None
+        number = parse_whole_number(value)
+        if number is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return number

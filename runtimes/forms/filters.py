@@ -6,7 +6,8 @@ from typing import Any
 
 from django import forms
 
-from runtimes.choices import SyncState
+from runtimes.choices import ClusterState, SyncState
+from runtimes.domain.status import SYNC_STATUSES
 from runtimes.forms.fields import ORDERING_CHOICES, SCHEDULING_MODE_FILTER_CHOICES
 
 # --------------------------------------------------------------------------------------------------- list filters
@@ -23,6 +24,8 @@ class PolicyFilterForm(forms.Form):
     framework = forms.ChoiceField(required=False, choices=[("", "Any framework")])
     mode = forms.ChoiceField(required=False, choices=SCHEDULING_MODE_FILTER_CHOICES)
     sync = forms.ChoiceField(required=False, choices=[("", "Any state"), *SyncState.choices])
+    sync_status = forms.ChoiceField(required=False, choices=[("", "Any sync status"), *SYNC_STATUSES.items()])
+    cluster_status = forms.ChoiceField(required=False, choices=[("", "Any cluster status"), *ClusterState.choices])
     ordering = forms.ChoiceField(required=False, choices=ORDERING_CHOICES)
 
     def __init__(self, *args: Any, frameworks: list[str] = (), **kwargs: Any) -> None:
@@ -32,7 +35,10 @@ class PolicyFilterForm(forms.Form):
     @staticmethod
     def default_filters() -> dict[str, str]:
         """Return the selector keyword arguments of an unfiltered list sorted by name."""
-        return {"search": "", "framework": "", "scheduling_mode": "", "sync_state": "", "ordering": "name"}
+        return {
+            "search": "", "framework": "", "scheduling_mode": "", "sync_state": "", "sync_status": "",
+            "cluster_status": "", "ordering": "name",
+        }
 
     def filters(self) -> dict[str, str]:
         """Return the selector keyword arguments for the valid filters (an invalid one falls back to "any")."""
@@ -43,6 +49,8 @@ class PolicyFilterForm(forms.Form):
             "framework": data.get("framework") or "",
             "scheduling_mode": data.get("mode") or "",
             "sync_state": data.get("sync") or "",
+            "sync_status": data.get("sync_status") or "",
+            "cluster_status": data.get("cluster_status") or "",
             "ordering": data.get("ordering") or "name",
         }
 

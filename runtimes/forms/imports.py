@@ -8,6 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from runtimes.choices import ImportMode
+from runtimes.forms.fields import WholeNumberField
 
 # --------------------------------------------------------------------------------------------------- import & confirms
 
@@ -44,14 +45,20 @@ class ImportForm(forms.Form):
 class VersionForm(forms.Form):
     """The optimistic-concurrency token posted by confirm pages (rollback, delete)."""
 
-    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    version = WholeNumberField(min_value=1, widget=forms.HiddenInput)
 
 
 class SaveForm(forms.Form):
     """The non-field parts of an editor save: the YAML text (source of truth), base version and message."""
 
-    yaml = forms.CharField(required=False, strip=False, widget=forms.Textarea)
-    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-    message = forms.CharField(required=False, max_length=500)
+    yaml = forms.CharField(required=False, strip=False, widget=forms.Textarea, label="YAML")
+    version = WholeNumberField(required=False, min_value=1, widget=forms.HiddenInput, label="Version")
+    message = forms.CharField(required=False, max_length=500, label="Revision message")
+
+    def problems(self) -> str:
+        """Return the errors of an invalid save as one sentence per field ("Revision message: Ensure …")."""
+        return " ".join(
+            f"{self.fields[name].label}: {' '.join(errors)}" for name, errors in self.errors.items()
+        )
 
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.constants import FRAMEWORK_LABEL, ML_POLICY_KINDS
 from runtimes.domain.diff import semantically_equal, structural_diff
+from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import MAX_DEPTH, ManifestError, load_runtimes, strip_server_fields
 from runtimes.domain.patch import merge_patch
 from runtimes.domain.policy import ValidationOptions, ValidationReport, scheduling_summary, validate_runtime
@@ -210,16 +211,15 @@ def policy_delete(*, name: str, expected_version: int | None = None, actor: Any)
     With `expected_version`, delete only if the policy is still at that version. Returns None. Raises
     PolicyNotFound and StaleVersion.
     """
-    policy = _get_policy(name)
-    rows = RuntimePolicy.objects.filter(pk=policy.pk)
-    if expected_version is not None:
-        rows = rows.filter(version=expected_version)
-    _, per_model = rows.delete()
-    if per_model.get(RuntimePolicy._meta.label, 0) != 1:
-        current = RuntimePolicy.objects.filter(pk=policy.pk).first()
-        if current is None:
+    with transaction.atomic():
+        # The row is locked before its revisions are collected: an import or edit holding it finishes first, so a
+        # revision it adds is deleted with the policy instead of pointing at a deleted row (an IntegrityError).
+        policy = _get_policy_for_update(name)
+        if policy is None:
             raise PolicyNotFound(name)
-        raise _stale(current, expected_version or 0)
+        if expected_version is not None and policy.version != expected_version:
+            raise _stale(policy, expected_version)
+        RuntimePolicy.objects.filter(pk=policy.pk).delete()
     logger.info("policy %s deleted at version %s by %s", name, policy.version, _username(actor))
 
 
@@ -317,7 +317,15 @@ def policies_import(
 # --------------------------------------------------------------------------------------------------- helpers
 
 
+def _get_policy_for_update(name: str) -> RuntimePolicy | None:
+    if not is_dns1123_subdomain(name):
+        return None
+    return RuntimePolicy.objects.select_for_update().filter(name=name).first()
+
+
 def _get_policy(name: str) -> RuntimePolicy:
+    if not is_dns1123_subdomain(name):  # no policy has it, and PostgreSQL refuses a NUL in a query
+        raise PolicyNotFound(name)
     try:
         return RuntimePolicy.objects.get(name=name)
     except RuntimePolicy.DoesNotExist:

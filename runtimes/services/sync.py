@@ -20,7 +20,7 @@ we read the object, ours fails with a (transient) conflict instead of overwritin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import KombuError
 
-from runtimes.choices import ACTIVE_SYNC_STATES, LIVE_SYNC_STATES, RevisionSource, SyncState
+from runtimes.choices import ACTIVE_SYNC_STATES, LIVE_SYNC_STATES, ClusterState, RevisionSource, SyncState
 from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
 from runtimes.domain.diff import semantically_equal, structural_diff, unified_diff
 from runtimes.domain.drift import (
@@ -42,7 +42,8 @@ from runtimes.domain.drift import (
     live_yaml,
 )
 from runtimes.domain.expansion import ExpansionError, expand
-from runtimes.domain.manifest import KIND, strip_server_fields
+from runtimes.domain.labels import is_dns1123_subdomain
+from runtimes.domain.manifest import KIND
 from runtimes.domain.policy import validate_runtime
 from runtimes.errors import (
     NotApplicable,
@@ -207,7 +208,9 @@ def policies_sync_request(
     with transaction.atomic():
         queryset = RuntimePolicy.objects.all()
         if names is not None:
-            found = set(queryset.filter(name__in=names).values_list("name", flat=True))
+            # Names no policy can have are unknown without asking the database (PostgreSQL refuses NUL in a query).
+            possible = [name for name in names if is_dns1123_subdomain(name)]
+            found = set(queryset.filter(name__in=possible).values_list("name", flat=True))
             unknown = sorted(set(names) - found)
             if unknown:
                 raise UnknownPolicies(unknown)
@@ -377,6 +380,7 @@ def _record_synced(policy_id: int, revision: int, obj: dict, now, *, outcome: st
         last_sync_error="",
         sync_error_fields=[],
         drift_diff="",
+        cluster_state=ClusterState.MATCHES,
     )
     if updated != 1:
         return SyncResult("superseded", policy_id, revision, resource_version, "A newer revision was requested.")
@@ -440,6 +444,38 @@ def policies_drift_check_all(*, gateway: kube.Gateway | None = None) -> list[Dri
     return drifted
 
 
+def policies_drift_check_observed(
+    *, live_by_name: Mapping[str, dict | None], names: Iterable[str] | None = None, gateway: kube.Gateway | None = None
+) -> tuple[list[DriftResult], list[str]]:
+    """Check applied policies against the live objects a watch observed; record each result; return (results, names
+    whose check failed and should be retried).
+
+    ``live_by_name`` maps a runtime's name to its last observed object; ``names`` limits the check to those policies
+    (None: every applied policy). An observed object that is the recorded one takes the fast path (no cluster
+    call); any other change (or a deletion) is read again and, if it differs, costs one dry-run apply.
+    """
+    gateway = gateway or get_gateway()
+    rows = RuntimePolicy.objects.filter(sync_state__in=LIVE_SYNC_STATES)
+    if names is not None:
+        rows = rows.filter(name__in=list(names))
+    results, retry = [], []
+    for policy_id, name, applied_rv in rows.values_list("pk", "name", "applied_resource_version"):
+        observed = live_by_name.get(name)
+        observed_rv = ((observed or {}).get("metadata") or {}).get("resourceVersion")
+        # An observation is trusted only when it is what was last recorded; otherwise it may be older than the
+        # apply that was recorded meanwhile (a false drift), so the check reads the object itself.
+        live = observed if observed is not None and observed_rv == applied_rv else ...
+        try:
+            result = policy_drift_check(policy_id=policy_id, live=live, gateway=gateway)
+        except kube.KubeError as exc:
+            logger.warning("drift check of %s failed: %s", name, exc.message)
+            retry.append(name)
+            continue
+        if result is not None:
+            results.append(result)
+    return results, retry
+
+
 def compute_drift(policy: RuntimePolicy, live: dict | None, *, gateway: kube.Gateway, resource) -> DriftResult:
     """Return how ``live`` differs from what applying the policy's applied revision would produce.
 
@@ -448,7 +484,8 @@ def compute_drift(policy: RuntimePolicy, live: dict | None, *, gateway: kube.Gat
     other field managers own outside our manifest count as drift too.
     """
     if live is None:
-        return DriftResult(policy.pk, policy.name, True, diff="The object is missing from the cluster.", missing=True)
+        # Nothing to compare: no change list, no diff (the page says "missing" and offers a re-apply).
+        return DriftResult(policy.pk, policy.name, True, missing=True)
     metadata = live.get("metadata") or {}
     if policy.applied_resource_version and metadata.get("resourceVersion") == policy.applied_resource_version:
         return DriftResult(policy.pk, policy.name, False)
@@ -511,11 +548,14 @@ def _record_drift(policy: RuntimePolicy, result: DriftResult, live: dict | None)
         pk=policy.pk, sync_state__in=LIVE_STATES, applied_revision=policy.applied_revision
     )
     if result.drifted:
-        rows.update(sync_state=SyncState.DRIFTED, drift_diff=result.diff)
+        state = ClusterState.MISSING if result.missing else ClusterState.DRIFTED
+        rows.update(sync_state=SyncState.DRIFTED, drift_diff=result.diff, cluster_state=state)
     else:
         # Remember the live version we have checked, so the next check takes the fast path.
         rv = str(((live or {}).get("metadata") or {}).get("resourceVersion") or policy.applied_resource_version)
-        rows.update(sync_state=SyncState.SYNCED, drift_diff="", applied_resource_version=rv)
+        rows.update(
+            sync_state=SyncState.SYNCED, drift_diff="", applied_resource_version=rv, cluster_state=ClusterState.MATCHES
+        )
 
 
 def policy_drift_resolve(*, policy: RuntimePolicy, action: str, actor: Any, gateway: kube.Gateway | None = None):
@@ -574,7 +614,18 @@ def _mark_adopted(policy: RuntimePolicy, live: dict) -> None:
         last_sync_error="",
         sync_error_fields=[],
         drift_diff="",
+        cluster_state=ClusterState.MATCHES,
     )
+
+
+def _same_as_live(manifest: dict, revision: int, live: dict, *, gateway: kube.Gateway, resource) -> bool:
+    """Return True when applying ``manifest`` would leave ``live`` as it is: the comparison a drift check makes
+    (server defaults on both sides through a dry-run apply, our bookkeeping ignored, no fields of other managers)."""
+    desired = desired_object(manifest, revision=revision)
+    ours = gateway.apply(resource, body=desired, dry_run=True, force=True)
+    managed = (live.get("metadata") or {}).get("managedFields") or []
+    foreign = foreign_fields(managed, gateway.settings.field_manager, desired)
+    return semantically_equal(comparable(ours), comparable(live)) and not foreign
 
 
 def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptResult:
@@ -594,7 +645,8 @@ def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None) -> AdoptR
         manifest = adoptable_manifest(live)
         existing = RuntimePolicy.objects.filter(name=name).first()
         if existing is not None:
-            if semantically_equal(strip_server_fields(existing.manifest), manifest):
+            # Judged as a drift check judges it, so CRD defaults the server filled in are no difference.
+            if _same_as_live(existing.manifest, existing.version, live, gateway=gateway, resource=resource):
                 result.unchanged.append(name)
             else:
                 result.differing.append(name)
@@ -748,20 +800,20 @@ def policy_cluster_delete(*, policy: RuntimePolicy, gateway: kube.Gateway | None
             applied_resource_version="",
             applied_generation=None,
             drift_diff="",
+            cluster_state=ClusterState.NOT_APPLIED,
         )
     return deleted
 
 
 def policy_drift_view_data(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> dict[str, Any]:
-    """Check ``policy`` for drift now and return what the drift page shows side by side.
+    """Return what the drift page shows side by side, changing nothing (no check, no dry-run apply, no row).
 
-    ``{result, live, ours, error}``: the DriftResult (None when the policy is not live), the live object and the
-    applied revision as YAML, and the cluster's message when it could not be read (then the rest is empty).
+    ``{result, live, ours, error}``: ``result`` None (a check is an explicit POST, `policy_drift_check`), the live
+    object and the applied revision as YAML, and the cluster's message when it could not be read.
     """
     data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": ""}
     try:
         gateway = gateway or get_gateway()
-        data["result"] = policy_drift_check(policy_id=policy.pk, gateway=gateway)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         data["live"] = live_yaml(gateway.get(resource, name=policy.name))
         if policy.applied_revision:

@@ -24,13 +24,21 @@ SYNC_BADGES: dict[str, str] = {
     "synced": "badge--ok",
     "failed": "badge--danger",
     "drifted": "badge--warn",
+    "out_of_sync": "badge--warn",
 }
+CLUSTER_BADGES: dict[str, str] = {"matches": "badge--ok", "drifted": "badge--warn", "missing": "badge--danger"}
 
 
 @register.filter
 def sync_badge_class(state: str | None) -> str:
     """Return the badge modifier class for a sync state ("badge--ok" for synced, …)."""
     return SYNC_BADGES.get(str(state or ""), "")
+
+
+@register.filter
+def cluster_badge_class(state: str | None) -> str:
+    """Return the badge modifier class for a cluster state ("badge--warn" for drifted, …)."""
+    return CLUSTER_BADGES.get(str(state or ""), "badge--plain")
 
 
 @register.filter

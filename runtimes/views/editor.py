@@ -132,6 +132,11 @@ def _merge(editor: PolicyEditor, manifest: dict | None) -> tuple[dict, bool]:
     return selectors.manifest_in_cluster_form(apply_fields(manifest, merged)), True
 
 
+def _shown(text: str) -> str:
+    """Return posted `text` fit to show again in a form: NUL (which no field accepts) as U+FFFD."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _same_fields(a: PolicyFields, b: PolicyFields) -> bool:
     return fields_digest(a) == fields_digest(b)
 
@@ -168,10 +173,13 @@ class _EditorView(PlatformAdminRequiredMixin, View):
         if action == FIX_UNTARGETED:
             return self._fix_untargeted(request, policy)
         save = SaveForm(request.POST)
-        save.is_valid()
-        yaml_text = save.cleaned_data.get("yaml", "")
+        save_valid = save.is_valid()
+        # An invalid field shows again what the user sent (with a visible stand-in for NUL), never an empty pane.
+        yaml_text = save.cleaned_data.get("yaml", _shown(request.POST.get("yaml", "")))
         version = save.cleaned_data.get("version")
-        message = (save.cleaned_data.get("message") or "").strip()
+        if version is None and policy is not None:
+            version = revision_number(request.POST.get("version"))
+        message = (save.cleaned_data.get("message") or _shown(request.POST.get("message", ""))).strip()
         fixed_name = policy.name if policy else ""
         editor = PolicyEditor(data=request.POST, creating=policy is None, fixed_name=fixed_name)
 
@@ -187,6 +195,10 @@ class _EditorView(PlatformAdminRequiredMixin, View):
             )
             return render(request, EDITOR_TEMPLATE, context, status=status)
 
+        if not save_valid:
+            # Saving without the YAML pane or the message the user typed would store a manifest they did not send.
+            editor.is_valid()
+            return again(status=400, form_error=f"{save.problems()} Nothing was saved.")
         if policy is not None and version is None:
             # Without the version the page was loaded at, a save could silently overwrite someone else's.
             editor.is_valid()

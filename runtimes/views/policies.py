@@ -23,6 +23,7 @@ from django.views import View
 
 from runtimes import selectors
 from runtimes.domain.manifest import dump_many, dump_yaml
+from runtimes.domain.numbers import parse_whole_number
 from runtimes.errors import (
     ImportInvalid,
     PolicyInvalid,
@@ -134,12 +135,13 @@ class PolicyHistoryView(ViewerRequiredMixin, View):
         return render(request, "runtimes/history.html", {"policy": policy, "revisions": revisions})
 
 
+MAX_REVISION = 2**31 - 1
+
+
 def revision_number(value: str | None) -> int | None:
-    try:
-        number = int(value or "")
-    except ValueError:
-        return None
-    return number if number > 0 else None
+    """Return the revision number in query or form text `value`, or None when it names none (1 … 2³¹-1)."""
+    number = parse_whole_number(value)
+    return number if number is not None and 1 <= number <= MAX_REVISION else None
 
 
 class PolicyDiffView(ViewerRequiredMixin, View):

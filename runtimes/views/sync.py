@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
 from runtimes import selectors
@@ -107,6 +108,28 @@ class SyncImpactView(ViewerRequiredMixin, View):
         return render(request, "cluster/impact.html", context)
 
 
+def batch_id_in(request) -> str:
+    """Return the sync batch whose progress the cluster page shows: ``?batch=`` (``?job=`` in the first release),
+    or "" when the value cannot name a batch in a URL (a "/" or a control character would break the page)."""
+    value = request.GET.get("batch") or request.GET.get("job", "")
+    return value if value.isprintable() and "/" not in value else ""
+
+
+def safe_next(request) -> str:
+    """Return the posted ``next`` when it is a path on this portal (checked as the login view does), else "".
+
+    Anything else (another host, ``//host``, a scheme such as ``javascript:``, a view name, control characters) would
+    be an open redirect or an unresolvable one.
+    """
+    target = request.POST.get("next") or ""
+    if not target.startswith("/") or not target.isprintable():
+        return ""
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if allowed else ""
+
+
 class SyncRequestView(PlatformAdminRequiredMixin, View):
     """POST: queue the policy's current revision for syncing (``force=1`` takes over conflicting fields)."""
 
@@ -124,35 +147,40 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
             policy.refresh_from_db()
             context = {"policy": policy, "on_impact_page": request.POST.get("on") == "impact"}
             return render(request, "runtimes/_sync_panel.html", context)
-        return redirect(request.POST.get("next") or reverse("runtimes:drift", args=[policy.name]))
+        return redirect(safe_next(request) or reverse("runtimes:drift", args=[policy.name]))
 
 
 class DriftView(PlatformAdminForWritesMixin, View):
     """GET: side-by-side ours vs live with the changes; POST (admin): ``action=check|reapply|adopt``."""
 
     def get(self, request, name: str):
+        # Shows what the last apply or check recorded; reading the live object is the only cluster call.
         policy = policy_or_404(name)
-        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy)}
-        policy.refresh_from_db()
-        return render(request, "cluster/drift.html", context)
+        return render(request, "cluster/drift.html", {"policy": policy, **sync.policy_drift_view_data(policy=policy)})
 
     def post(self, request, name: str):
         policy = policy_or_404(name)
         action = request.POST.get("action", "")
         try:
             if action == "check":
-                result = sync.policy_drift_check(policy_id=policy.pk)
-                if result is None:
-                    messages.info(request, "Only synced or drifted policies can be checked.")
-                else:
-                    messages.info(request, "Drift found." if result.drifted else "No drift: the cluster matches.")
-            elif sync.policy_drift_resolve(policy=policy, action=action, actor=request.user) is not None:
+                return self._check(request, policy)
+            if sync.policy_drift_resolve(policy=policy, action=action, actor=request.user) is not None:
                 messages.success(request, "Re-applying the portal's revision with force.")
             else:
                 messages.success(request, "The live object was adopted as a new revision.")
         except (PolicyError, KubeError) as exc:
             messages.error(request, exc.message)
         return redirect("runtimes:drift", name=policy.name)
+
+    def _check(self, request, policy):
+        """Run a drift check and show its result: the change list and the unified diff come from the same check."""
+        result = sync.policy_drift_check(policy_id=policy.pk)
+        if result is None:
+            messages.info(request, "Only applied policies can be checked; apply it first.")
+            return redirect("runtimes:drift", name=policy.name)
+        policy.refresh_from_db()
+        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy), "result": result}
+        return render(request, "cluster/drift.html", context)
 
 
 class DriftReapplyView(PlatformAdminRequiredMixin, View):

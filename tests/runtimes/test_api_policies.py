@@ -58,12 +58,15 @@ def test_it_lists_policies_with_their_summary(db, api, policy):
     assert item["manifest"] == level1()
     assert item["createdBy"] == item["updatedBy"] == "alice"
     assert item["sync"] == {
+        "status": "draft",
+        "label": "Draft",
         "state": "draft",
         "appliedRevision": None,
         "resourceVersion": "",
         "lastSyncedAt": None,
         "error": "",
     }
+    assert item["cluster"] == {"status": "not_applied", "label": "Not applied"}
     assert item["urls"]["self"].endswith(detail())
     assert item["urls"]["export"].endswith(detail() + "export/")
 

@@ -56,7 +56,7 @@ def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alic
     other.apply(ctr, body=runtime_manifest("page-drift", num_nodes=6), force=True)
     client.force_login(alice)
 
-    page = client.get("/cluster/runtimes/page-drift/drift/").content.decode()
+    page = client.post("/cluster/runtimes/page-drift/drift/", {"action": "check"}).content.decode()
 
     assert "Portal (applied revision)" in page and "Cluster (live)" in page
     assert "kubectl-edit" in page

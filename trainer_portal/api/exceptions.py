@@ -95,6 +95,15 @@ def _retry_after(status: int) -> dict[str, str] | None:
     return {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
 
 
+def _request_fields(exc: Exception, message: str) -> list[dict[str, Any]]:
+    """Return the field items of an error about the request as a whole: the body ("") or its Content-Type."""
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return [{"path": "Content-Type", "message": message, "code": "unsupported_media_type"}]
+    if isinstance(exc, exceptions.ParseError):
+        return [{"path": "", "message": message, "code": "parse_error"}]
+    return []
+
+
 def exception_handler(exc, context):
     """Return the structured JSON error response for ``exc``, or None to let Django produce a 500."""
     if isinstance(exc, PortalError):
@@ -114,8 +123,8 @@ def exception_handler(exc, context):
         message = fields[0]["message"] if len(fields) == 1 else f"{len(fields)} problems in the request."
         code = "invalid"
     else:
-        fields = []
         message = str(detail.get("detail", detail)) if isinstance(detail, dict) else str(detail)
         code = getattr(exc, "default_code", "error")
+        fields = _request_fields(exc, message)
     body = error_body(status=response.status_code, code=code, message=message, fields=fields)
     return Response(body, status=response.status_code, headers=dict(response.items()))

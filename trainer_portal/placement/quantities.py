@@ -31,8 +31,10 @@ _DECIMAL = {
 # The Kubernetes quantity grammar: <signedNumber><suffix>, suffix = binarySI | decimalSI | decimalExponent.
 _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exponent>[+-]?\d+))?$"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exponent>[+-]?\d+))?$",
+    re.ASCII,  # "٣" and "５" are digits to Python, not to Kubernetes
 )
+_MAX_QUANTITY_LENGTH = 64  # far above any real amount; bounds the exact arithmetic below
 _MAX_EXPONENT = 30  # larger exponents are never meaningful resource amounts and would make huge integers
 _BYTE_RESOURCES_PREFIXES = ("memory", "ephemeral-storage", "hugepages-", "storage")
 
@@ -60,6 +62,8 @@ def parse_quantity(value: object, *, field: str = "") -> Fraction:
             raise QuantityError(field, f"expected a finite quantity, got {value!r}")
         result = Fraction(value).limit_denominator(10**9)
     elif isinstance(value, str):
+        if len(value) > _MAX_QUANTITY_LENGTH:
+            raise QuantityError(field, f"a quantity of {len(value):,} characters is too long; use e.g. '4' or '64Gi'")
         match = _QUANTITY.match(value.strip())
         if not match:
             raise QuantityError(

@@ -13,13 +13,27 @@ from django.urls import NoReverseMatch, reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runtimes.choices import POLICY_ORDERINGS, ImportMode, SyncState
+from runtimes.choices import POLICY_ORDERINGS, ClusterState, ImportMode, SyncState
 from runtimes.domain.manifest import MAX_DEPTH
+from runtimes.domain.numbers import parse_whole_number
 from runtimes.domain.policy import scheduling_summary
+from runtimes.domain.status import SYNC_STATUSES
 from runtimes.services.policies import MAX_MESSAGE_LENGTH
 
 # PostgreSQL integer columns: larger numbers could never match and would fail the query.
 MAX_NUMBER = 2**31 - 1
+
+
+class WholeNumberField(serializers.IntegerField):
+    """An integer field held to the portal's one number rule (`runtimes.domain.numbers`): JSON integers and ASCII
+    digit strings only; floats (even 2.0), booleans and look-alike digits ("٣", "²") are refused."""
+
+    def to_internal_value(self, data):
+        number = parse_whole_number(data)
+        if number is None:
+            self.fail("invalid")
+        return super().to_internal_value(number)
+
 
 # --------------------------------------------------------------------------------------------------- helpers
 
@@ -150,11 +164,43 @@ class SchedulingSerializer(serializers.Serializer):
 
 
 class SyncSerializer(serializers.Serializer):
-    state = serializers.ChoiceField(choices=SyncState.choices)
+    status = serializers.ChoiceField(
+        choices=list(SYNC_STATUSES), help_text="Desired vs applied: `synced` only when the current revision is applied."
+    )
+    label = serializers.CharField(help_text='At a glance, e.g. "Out of sync (revision 3 not applied)".')
+    state = serializers.ChoiceField(choices=SyncState.choices, help_text="The sync state machine's own state.")
     appliedRevision = serializers.IntegerField(allow_null=True)
     resourceVersion = serializers.CharField(allow_blank=True)
     lastSyncedAt = serializers.DateTimeField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
+
+
+class PolicyClusterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=ClusterState.choices, help_text="What the cluster holds, as last seen by an apply or a drift check."
+    )
+    label = serializers.CharField()
+
+
+def sync_data(policy) -> dict[str, Any]:
+    """Return a policy's sync facts as the API shows them (`sync` of a policy)."""
+    status = policy.sync_status
+    return {
+        "status": status.code,
+        "label": status.label,
+        "state": policy.sync_state,
+        "appliedRevision": policy.applied_revision,
+        "resourceVersion": policy.applied_resource_version,
+        "lastSyncedAt": serializers.DateTimeField().to_representation(policy.last_synced_at)
+        if policy.last_synced_at
+        else None,
+        "error": policy.last_sync_error,
+    }
+
+
+def cluster_data(policy) -> dict[str, str]:
+    """Return a policy's cluster facts as the API shows them (`cluster` of a policy)."""
+    return {"status": policy.cluster_state, "label": policy.get_cluster_state_display()}
 
 
 class PolicyUrlsSerializer(serializers.Serializer):
@@ -182,6 +228,7 @@ class PolicyOutputSerializer(serializers.Serializer):
     createdBy = serializers.SerializerMethodField()
     updatedBy = serializers.SerializerMethodField()
     sync = serializers.SerializerMethodField()
+    cluster = serializers.SerializerMethodField()
     urls = serializers.SerializerMethodField()
 
     @extend_schema_field(SchedulingSerializer)
@@ -197,15 +244,11 @@ class PolicyOutputSerializer(serializers.Serializer):
 
     @extend_schema_field(SyncSerializer)
     def get_sync(self, policy) -> dict[str, Any]:
-        return {
-            "state": policy.sync_state,
-            "appliedRevision": policy.applied_revision,
-            "resourceVersion": policy.applied_resource_version,
-            "lastSyncedAt": serializers.DateTimeField().to_representation(policy.last_synced_at)
-            if policy.last_synced_at
-            else None,
-            "error": policy.last_sync_error,
-        }
+        return sync_data(policy)
+
+    @extend_schema_field(PolicyClusterSerializer)
+    def get_cluster(self, policy) -> dict[str, str]:
+        return cluster_data(policy)
 
     @extend_schema_field(PolicyUrlsSerializer)
     def get_urls(self, policy) -> dict[str, str | None]:
@@ -238,6 +281,14 @@ class PolicyFilterSerializer(serializers.Serializer):
     framework = serializers.CharField(required=False, allow_blank=True, default="", max_length=63)
     scheduling_mode = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
     sync_state = serializers.ChoiceField(choices=[("", "any"), *SyncState.choices], required=False, default="")
+    sync_status = serializers.ChoiceField(
+        choices=[("", "any"), *SYNC_STATUSES.items()], required=False, default="",
+        help_text="Desired vs applied (`out_of_sync`: the current revision is not the applied one).",
+    )
+    cluster_status = serializers.ChoiceField(
+        choices=[("", "any"), *ClusterState.choices], required=False, default="",
+        help_text="What the cluster holds (`drifted`, `missing`, …).",
+    )
     ordering = serializers.ChoiceField(choices=list(POLICY_ORDERINGS), required=False, default="name")
 
 
@@ -248,11 +299,17 @@ class PolicyCreateSerializer(serializers.Serializer):
     message = TextField(required=False, allow_blank=True, default="", max_length=MAX_MESSAGE_LENGTH)
 
 
+class MessageQuerySerializer(serializers.Serializer):
+    """`?message=` of the YAML-body writes: the revision message, held to the same rules as in a JSON body."""
+
+    message = TextField(required=False, allow_blank=True, default="", max_length=MAX_MESSAGE_LENGTH)
+
+
 class PolicyUpdateSerializer(serializers.Serializer):
     """Body of PUT /runtimes/{name}/: the whole new manifest and the version it was based on."""
 
     manifest = ManifestField()
-    version = serializers.IntegerField(
+    version = WholeNumberField(
         required=False,
         min_value=1,
         max_value=MAX_NUMBER,
@@ -265,23 +322,23 @@ class PolicyPatchSerializer(serializers.Serializer):
     """Body of PATCH /runtimes/{name}/: a JSON merge patch (RFC 7396) applied to the current manifest."""
 
     manifest = ManifestField(help_text="Merge patch: objects merge, null deletes a key, other values replace.")
-    version = serializers.IntegerField(required=False, min_value=1, max_value=MAX_NUMBER)
+    version = WholeNumberField(required=False, min_value=1, max_value=MAX_NUMBER)
     message = TextField(required=False, allow_blank=True, default="", max_length=MAX_MESSAGE_LENGTH)
 
 
 class VersionSerializer(serializers.Serializer):
     """Optional body (or query) of DELETE: the version you read."""
 
-    version = serializers.IntegerField(required=False, min_value=1, max_value=MAX_NUMBER)
+    version = WholeNumberField(required=False, min_value=1, max_value=MAX_NUMBER)
 
 
 class RollbackSerializer(serializers.Serializer):
     """Body of POST /runtimes/{name}/rollback/."""
 
-    revision = serializers.IntegerField(
+    revision = WholeNumberField(
         min_value=1, max_value=MAX_NUMBER, help_text="The revision whose manifest becomes current again."
     )
-    version = serializers.IntegerField(
+    version = WholeNumberField(
         required=False, min_value=1, max_value=MAX_NUMBER, help_text="The current version you read."
     )
 
@@ -364,10 +421,10 @@ class RevisionDetailSerializer(RevisionOutputSerializer):
 
 
 class DiffQuerySerializer(serializers.Serializer):
-    from_ = serializers.IntegerField(
+    from_ = WholeNumberField(
         required=False, min_value=1, max_value=MAX_NUMBER, help_text="Defaults to the previous revision."
     )
-    to = serializers.IntegerField(
+    to = WholeNumberField(
         required=False, min_value=1, max_value=MAX_NUMBER, help_text="Defaults to the current revision."
     )
 

@@ -29,6 +29,7 @@ from runtimes.api.serializers import policies as s
 from runtimes.choices import ImportMode, RevisionSource
 from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.manifest import ManifestError, dump_yaml, load_runtime
+from runtimes.domain.numbers import parse_whole_number
 from runtimes.domain.policy import scheduling_summary
 from runtimes.errors import (
     PolicyNotFound,
@@ -60,10 +61,24 @@ class PolicyApiView(GenericAPIView):
     permission_classes = [IsPlatformAdminOrReadOnly]
     parser_classes = [LimitedJSONParser, *YAML_PARSERS]
     pagination_class = Pagination
+    # What DRF's OPTIONS answer and the browsable API (DEBUG) introspect; each view sets its request body's.
+    serializer_class = s.PolicyOutputSerializer
     # Where manifest paths sit in this endpoint's request body (errors say `manifest.spec.…`).
     def get_renderers(self):
         # Same renderers as configured, with JSON made safe against lone surrogates echoed from the input.
         return [SafeJSONRenderer() if type(r) is JSONRenderer else r for r in super().get_renderers()]
+
+    def query_message(self, request) -> str:
+        """Return the revision message sent as `?message=` (400 naming `message` if it is too long or has NUL)."""
+        return self.validated(s.MessageQuerySerializer, {"message": request.query_params.get("message", "")})["message"]
+
+    def get_object(self):
+        """Return the policy named in the URL (asked for by OPTIONS and the browsable API)."""
+        return self.get_policy(self.kwargs["name"])
+
+    def get_queryset(self):
+        """Return every policy (the browsable API asks list views for their queryset)."""
+        return selectors.policy_list()
 
     def get_policy(self, name: str):
         """Return the policy `name` (404 if absent; names that cannot exist are not looked up)."""
@@ -181,7 +196,8 @@ IF_MATCH = OpenApiParameter(
     required=False,
     description='The version you read, e.g. "3" (alternative to the body\'s `version`).',
 )
-YAML_BODY = {(200, "application/yaml"): OpenApiTypes.STR}
+# A YAML document is an object (clients that parse it get the manifest; `?inline=` does not change the body).
+YAML_BODY = {(200, "application/yaml"): OpenApiTypes.OBJECT}
 
 
 # --------------------------------------------------------------------------------------------------- policies
@@ -190,11 +206,14 @@ YAML_BODY = {(200, "application/yaml"): OpenApiTypes.STR}
 class PolicyListCreateApi(PolicyApiView):
     """List policies (filterable, paginated) and create one."""
 
+    serializer_class = s.PolicyCreateSerializer
+
     @extend_schema(
         operation_id="runtimes_list",
         summary="List policies",
         description="Paginated (limit/offset). Filters: `search` (name, framework, scheduling summary), "
-        "`framework`, `scheduling_mode`, `sync_state`; `ordering` e.g. `-updated_at`.",
+        "`framework`, `scheduling_mode`, `sync_status` (desired vs applied), `cluster_status` (live object), "
+        "`sync_state`; `ordering` e.g. `-updated_at`.",
         parameters=[s.PolicyFilterSerializer],
         responses={200: s.PolicyOutputSerializer(many=True), **ERRORS},
         tags=["runtimes"],
@@ -219,7 +238,7 @@ class PolicyListCreateApi(PolicyApiView):
     )
     def post(self, request):
         if is_yaml(request):
-            manifest, message = _manifest_from_yaml(_text(request.data)), request.query_params.get("message", "")
+            manifest, message = _manifest_from_yaml(_text(request.data)), self.query_message(request)
         else:
             data = self.validated(s.PolicyCreateSerializer, request.data)
             manifest, message = data["manifest"], data["message"]
@@ -232,6 +251,8 @@ class PolicyListCreateApi(PolicyApiView):
 
 class PolicyDetailApi(PolicyApiView):
     """Read, replace, merge-patch or delete one policy."""
+
+    serializer_class = s.PolicyUpdateSerializer
 
     parser_classes = [LimitedJSONParser, MergePatchParser, *YAML_PARSERS]
 
@@ -260,7 +281,7 @@ class PolicyDetailApi(PolicyApiView):
         self.get_policy(name)
         if is_yaml(request):
             manifest, message, body_version = _manifest_from_yaml(_text(request.data)), "", None
-            message = request.query_params.get("message", "")
+            message = self.query_message(request)
         else:
             data = self.validated(s.PolicyUpdateSerializer, request.data)
             manifest, message, body_version = data["manifest"], data["message"], data.get("version")
@@ -353,14 +374,15 @@ class PolicyExportApi(PolicyApiView):
         manifest = policy.manifest
         raw_revision = request.query_params.get("revision")
         if raw_revision:
-            if not raw_revision.isdigit() or not 1 <= int(raw_revision) <= MAX_VERSION:
+            number = parse_whole_number(raw_revision)
+            if number is None or not 1 <= number <= MAX_VERSION:
                 raise PortalError(
                     status=400,
                     code="invalid",
                     message="revision must be a revision number.",
                     fields=[field("revision", "must be a positive integer")],
                 )
-            manifest = selectors.revision_get(policy=policy, number=int(raw_revision)).manifest
+            manifest = selectors.revision_get(policy=policy, number=number).manifest
         manifest = selectors.manifest_in_cluster_form(manifest)
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{policy.name}.yaml"'
@@ -373,6 +395,8 @@ class PolicyExportApi(PolicyApiView):
 
 class PolicyImportApi(PolicyApiView):
     """Import one or many runtimes from YAML or JSON, all or nothing."""
+
+    serializer_class = s.ImportRequestSerializer
 
     @extend_schema(
         operation_id="runtimes_import",
@@ -404,7 +428,7 @@ class PolicyImportApi(PolicyApiView):
     def post(self, request):
         data = request.data
         mode = request.query_params.get("mode") or ""
-        message = request.query_params.get("message", "")
+        message = self.query_message(request)
         if is_yaml(request):
             text = _text(data)
         elif isinstance(data, dict) and "text" not in data and ("kind" in data or "apiVersion" in data):
@@ -427,6 +451,8 @@ class PolicyImportApi(PolicyApiView):
 
 class PolicyValidateApi(PolicyApiView):
     """Validate a manifest and report errors and warnings; nothing is saved (open to viewers too)."""
+
+    serializer_class = s.ValidateRequestSerializer
 
     permission_classes = [IsViewer]
 
@@ -534,6 +560,8 @@ class RevisionDiffApi(PolicyApiView):
 
 class PolicyRollbackApi(PolicyApiView):
     """Make an old revision's manifest current again (as a new revision)."""
+
+    serializer_class = s.RollbackSerializer
 
     @extend_schema(
         operation_id="runtimes_rollback",

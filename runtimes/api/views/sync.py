@@ -209,7 +209,11 @@ class SyncJobApi(SyncBatchApi):
         summary="Progress of a bulk sync (deprecated path)",
         description="The first release's path of `sync-batches/{id}/`; it answers the same and goes away in the "
         "next release.",
-        responses={200: ss.SyncBatchProgressSerializer, **FORBIDDEN},
+        responses={
+            200: ss.SyncBatchProgressSerializer,
+            **FORBIDDEN,
+            404: OpenApiResponse(ErrorSerializer, description="No sync batch with this id (or it expired)."),
+        },
         tags=TAGS,
     )
     def get(self, request, job_id: str):

@@ -39,6 +39,9 @@ TOPOLOGY_TYPOS = {"level": "key", "topologyKey": "key", "name": "key"}
 # ------------------------------------------------------------------------------------------------ helpers
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -139,13 +142,21 @@ class _CheckerBase:
                 continue
             yield position, item_path, item
 
-    def positive_int(self, parent: dict, key: str, path: str, code: str, *, minimum: int = 1) -> int | None:
-        """Return parent[key] when it is an integer ≥ minimum (or absent → None); report otherwise."""
+    def positive_int(
+        self, parent: dict, key: str, path: str, code: str, *, minimum: int = 1, maximum: int = INT32_MAX
+    ) -> int | None:
+        """Return parent[key] when it is an integer from minimum to maximum (or absent → None); report otherwise.
+
+        The maximum defaults to the int32 bound of the CRD's integer fields (the API server refuses more).
+        """
         if key not in parent:
             return None
         value = parent[key]
         if not _is_int(value) or value < minimum:
             self.error(path, code, f"{path} must be an integer ≥ {minimum}, got {_show(value)}; set it to ≥ {minimum}")
+            return None
+        if value > maximum:
+            self.error(path, code, f"{path} must be at most {maximum:,}, got {_show(value)}; set it to ≤ {maximum:,}")
             return None
         return value
 
