@@ -1,4 +1,4 @@
-"""Placement preview benchmark (issue 3 §6, placement.md §6–7): one core, warm snapshot, explanation included.
+"""Placement preview benchmark (docs/reference/placement.md §6–7): one core, warm snapshot, explanation included.
 
 Scenarios
 - preview: clusters C1k/C10k/C50k (3 zones × 8 blocks, 16-node racks, 8 GPUs), fragmentation F0–F5, gangs of
@@ -353,7 +353,7 @@ def _run(argv: list[str] | None) -> int:
                                            fragmentation="F1")
     print(f"sequential admission of {queue_jobs:,} queued jobs (F1, each admitted job takes its capacity) at "
           f"{queue_size}: p50 {s50:.0f} ms, p95 {s95:.0f} ms, cpu p95 {s_cpu95:.0f} ms ({s_not} not admitted; "
-          f"placement.md §7 suggests ≤ 1 s, report only)")
+          f"docs/reference/placement.md §7 suggests ≤ 1 s, report only)")
     print("\nsnapshot events (µs per event: p50 / p95 / mean) and memory")
     for size_name in sizes:
         timing = bench_events(size_name, events)

@@ -82,7 +82,8 @@ def _demo_nodes(block_key: str) -> list[dict]:
 
 
 def _large_nodes(block_key: str) -> list[dict]:
-    """10,000 nodes: racks of 16 nodes dealt round-robin over 3 zones x 8 blocks (placement.md §6 C10k)."""
+    """10,000 nodes: racks of 16 nodes dealt round-robin over 3 zones x 8 blocks (docs/reference/placement.md §6
+    C10k)."""
     zones, blocks_per_zone, nodes_per_rack, total = 3, 8, 16, 10_000
     blocks = [(f"zone-{chr(ord('a') + z)}", f"block-{chr(ord('a') + z)}{b + 1}")
               for z in range(zones) for b in range(blocks_per_zone)]

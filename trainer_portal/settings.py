@@ -289,13 +289,14 @@ KUBE_CONTEXT = os.environ.get("TRAINER_PORTAL_KUBE_CONTEXT", "")
 KUBE_IN_CLUSTER = env_bool("TRAINER_PORTAL_IN_CLUSTER", False)
 KUBE_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_KUBE_TIMEOUT", "10"))
 KUBE_FIELD_MANAGER = "trainer-portal"
-# Node label that marks a "network block"; no standard key exists (kubernetes-apis.md §6.9).
+# Node label that marks a "network block"; no standard key exists (docs/reference/kubernetes-apis.md §6.9).
 TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.com/topology-block")
 # The Lease `manage.py cluster_watch` processes elect their leader with (coordination.k8s.io/v1).
 CLUSTER_WATCH_LEASE_NAMESPACE = os.environ.get("TRAINER_PORTAL_LEASE_NAMESPACE", "default")
 CLUSTER_WATCH_LEASE_NAME = os.environ.get("TRAINER_PORTAL_LEASE_NAME", "trainer-portal-cluster-watch")
 
-# Trainer feature gates the policy validation assumes (kubernetes-apis.md §2.3 and §6.4/6.5, docs/decisions.md):
+# Trainer feature gates the policy validation assumes (docs/reference/kubernetes-apis.md §2.3 and §6.4/6.5,
+# docs/decisions.md):
 # composite PodGroups (TrainJobCompositePodGroup) let level 1 and level 2 combine; v2.4 caps level-3 replicas at 1.
 SCHEDULING_COMPOSITE_ENABLED = env_bool("TRAINER_PORTAL_COMPOSITE_ENABLED", False)
 SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_REPLICAS", "1"))

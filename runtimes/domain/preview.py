@@ -524,7 +524,7 @@ def _pair_fraction(counts: list[int]) -> float:
 
 
 def quality(placement: dict) -> list[dict]:
-    """Return locality metrics (placement.md §8) per placed PodGroup of two or more pods.
+    """Return locality metrics (docs/reference/placement.md §8) per placed PodGroup of two or more pods.
 
     Each item: group, pods, lca (lowest level all pods share: node, rack, block, zone or cluster), racksUsed,
     sameRackPairs / sameBlockPairs (share of pod pairs in one rack / block, an all-to-all locality proxy) and

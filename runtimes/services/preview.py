@@ -56,7 +56,7 @@ from trainer_portal.placement.synthetic import synthetic_cluster
 # A 50,000-node synthetic snapshot with its heat-map summary retains ~12 MB (measured with tracemalloc); four
 # parameter sets keep a user's back-and-forth typing warm without letting one process grow past ~50 MB.
 SNAPSHOT_CACHE_SIZE = 4
-# The synthetic generator's patterns (placement.md §6), labelled for the form.
+# The synthetic generator's patterns (docs/reference/placement.md §6), labelled for the form.
 # Per-node requests beyond these are typos (a node with 1 Pi of memory does not exist); refusing them also keeps
 # every amount well inside the int64 arithmetic of the placement engine.
 # Synthetic parameter bounds: wide enough for any real cluster shape, narrow enough to refuse a typo such as

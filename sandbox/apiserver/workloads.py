@@ -1,6 +1,6 @@
 """scheduling.k8s.io Workload and PodGroup, as kube-apiserver's strategy and declarative validation treat them.
 
-Kubernetes 1.37 serves `v1beta1`, 1.36 `v1alpha2` (kubernetes-apis.md §4.2–4.4); the two differ in shape:
+Kubernetes 1.37 serves `v1beta1`, 1.36 `v1alpha2` (docs/reference/kubernetes-apis.md §4.2–4.4); the two differ in shape:
 
 - PodGroup → template: v1beta1 `spec.workloadRef.{workloadName, templateName}`; v1alpha2
   `spec.podGroupTemplateRef.workload.{workloadName, podGroupTemplateName}`.

@@ -20,7 +20,7 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 @dataclass(frozen=True)
 class KubeFlavour:
-    """What differs between the 1.36 and 1.37 scheduling APIs (kubernetes-apis.md §4.4)."""
+    """What differs between the 1.36 and 1.37 scheduling APIs (docs/reference/kubernetes-apis.md §4.4)."""
 
     scheduling_version: str  # "v1beta1" | "v1alpha2"
     scheduled_condition: str  # "PodGroupInitiallyScheduled" | "PodGroupScheduled"

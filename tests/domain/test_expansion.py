@@ -1,4 +1,5 @@
-"""Golden tests: runtime + numNodes → pod counts, Workload and PodGroups (kubernetes-apis.md §1.5, §2, §4.5)."""
+"""Golden tests: runtime + numNodes → pod counts, Workload and PodGroups (docs/reference/kubernetes-apis.md §1.5,
+§2, §4.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Golden placement cases: Kueue TAS examples (placement.md §1.4, §1.7), joint and composite placement."""
+"""Golden placement cases: Kueue TAS examples (docs/reference/placement.md §1.4, §1.7), joint and composite
+placement."""
 
 from __future__ import annotations
 

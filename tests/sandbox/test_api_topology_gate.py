@@ -2,7 +2,7 @@
 
 With the alpha gate off a real kube-apiserver silently drops `schedulingConstraints` from PodGroup specs and Workload
 `podGroupTemplates[]` on create, update and apply (dry-run too); a server-side dry-run create therefore tells a client
-whether the gate is on (kubernetes-apis.md §2.5 item 7).
+whether the gate is on (docs/reference/kubernetes-apis.md §2.5 item 7).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """§1 validation of custom resources against the CRD openAPIV3Schema (types, required, enum, min/max,
-maxItems/maxLength, pattern, CEL rules of kubernetes-apis.md) and the v2.4 `spec.scheduling` overlay."""
+maxItems/maxLength, pattern, CEL rules of docs/reference/kubernetes-apis.md) and the v2.4 `spec.scheduling` overlay."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """scheduling.k8s.io Workload/PodGroup declarative validation and strategy, as kube-apiserver 1.37 (v1beta1) and
-1.36 (v1alpha2) apply them (kubernetes-apis.md §2.5 item 11, §4.2–4.4)."""
+1.36 (v1alpha2) apply them (docs/reference/kubernetes-apis.md §2.5 item 11, §4.2–4.4)."""
 
 from __future__ import annotations
 

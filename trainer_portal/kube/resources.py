@@ -13,7 +13,8 @@ from urllib.parse import quote
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINER_VERSION = "v1alpha1"
 SCHEDULING_GROUP = "scheduling.k8s.io"
-# Newest first: a 1.37 cluster serves v1beta1 (+ v1alpha3), 1.36 v1alpha2, 1.35 v1alpha1 (kubernetes-apis.md §4.4).
+# Newest first: a 1.37 cluster serves v1beta1 (+ v1alpha3), 1.36 v1alpha2, 1.35 v1alpha1
+# (docs/reference/kubernetes-apis.md §4.4).
 SCHEDULING_VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2", "v1alpha1")
 
 

@@ -1,4 +1,4 @@
-"""Kueue-TAS-style topology-aware gang placement over a ClusterSnapshot (placement.md §1).
+"""Kueue-TAS-style topology-aware gang placement over a ClusterSnapshot (docs/reference/placement.md §1).
 
 Phase 1 (bottom-up): per node `slots = min over resources floor(free / request)` (vectorised), summed per rack,
 block and zone with `np.bincount`; with a slice constraint (level-3 Jobs under a parent) the pod count is rounded

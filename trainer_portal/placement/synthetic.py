@@ -1,4 +1,5 @@
-"""Synthetic GPU clusters (placement.md §6): zones × blocks × racks × nodes, fragmentation patterns F0–F5.
+"""Synthetic GPU clusters (docs/reference/placement.md §6): zones × blocks × racks × nodes, fragmentation
+patterns F0–F5.
 
 Racks are dealt round-robin over the blocks (rack i → block i mod blocks), like the benchmark clusters C1k/C10k/C50k.
 Usage from fragmentation is written straight into the snapshot's in-use columns (one pod per used GPU), which is
@@ -48,7 +49,8 @@ def synthetic_nodes(zones: int = 3, blocks_per_zone: int = 8, racks: int | None 
                     keys: TopologyKeys | None = None, seed: int = 0, variant_h: bool = False) -> list[dict]:
     """Return core/v1 Node objects of the synthetic topology (identical for identical arguments).
 
-    `racks` is the total number of racks (default: two per block). With `variant_h` (placement.md §6 variant H):
+    `racks` is the total number of racks (default: two per block). With `variant_h` (docs/reference/placement.md §6
+    variant H):
     10% of nodes have 4 GPUs, 1% NotReady, 1% cordoned, 3% carry an untolerated NoSchedule taint, 1% lack the
     block label. Raises ValueError for non-positive sizes.
     """

@@ -145,7 +145,7 @@ PreviewResponseSerializer = inline_serializer(
                     "rackBalance": serializers.FloatField(),
                 },
             ),
-            help_text="Locality per placed PodGroup (placement.md §8).",
+            help_text="Locality per placed PodGroup (docs/reference/placement.md §8).",
         ),
         "locality": serializers.ListField(child=serializers.DictField(), help_text="The largest group's locality "
                                           "as [{label, value}] for display."),

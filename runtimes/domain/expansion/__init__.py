@@ -1,8 +1,8 @@
 """Expansion of a (Cluster)TrainingRuntime + numNodes into what the Kubeflow Trainer v2.4 controller would create.
 
-Pure domain code: pod counts per ReplicatedJob (kubernetes-apis.md §1.5), and the scheduling Workload with its
-PodGroups (KEP-3015 `spec.scheduling`, §2.3–2.4, levels of §4.5) for `scheduling.k8s.io/v1beta1` (1.37),
-`v1alpha2` (1.36) and the `v1alpha3` CompositePodGroup form.
+Pure domain code: pod counts per ReplicatedJob (docs/reference/kubernetes-apis.md §1.5), and the scheduling
+Workload with its PodGroups (KEP-3015 `spec.scheduling`, §2.3–2.5, levels of §4.5) for
+`scheduling.k8s.io/v1beta1` (1.37), `v1alpha2` (1.36) and the `v1alpha3` CompositePodGroup form.
 
 Decisions (documented in docs/placement.md):
 - Names: Workload `<trainjob>-<h>`, h = first 8 hex chars of sha1("<namespace>/<trainjob>"). PodGroup
