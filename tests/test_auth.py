@@ -29,6 +29,13 @@ def test_it_issues_a_token_that_authenticates_api_calls(alice):
     assert api.get("/api/v1/runtimes/").status_code == 200
 
 
+def test_it_issues_a_token_for_a_form_encoded_post(alice):
+    # What `curl -d username=… -d password=…` sends.
+    response = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-password-1"})
+    assert response.status_code == 200, response.content
+    assert response.json()["token"]
+
+
 def test_it_issues_a_new_expiring_token_on_each_exchange(bob):
     api = APIClient()
     first = api.post("/api/v1/auth/token/", {"username": "bob", "password": "bob-password-1"}, format="json")

@@ -16,9 +16,11 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from trainer_portal.api.parsers import BoundedJSONParser
 from trainer_portal.roles import can_see_trainjobs
 from trainer_portal.throttling import AuthRateThrottle
 
@@ -84,6 +86,9 @@ class ObtainTokenApi(APIView):
     authentication_classes = ()
     permission_classes = ()
     throttle_classes = (AuthRateThrottle,)
+    # JSON (bounded, like every API body) or a form post (`curl -d username=… -d password=…`), as DRF's own
+    # token view accepts.
+    parser_classes = (BoundedJSONParser, FormParser, MultiPartParser)
 
     @extend_schema(
         operation_id="auth_token_create",
