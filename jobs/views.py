@@ -16,7 +16,7 @@ from collections import OrderedDict
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -76,7 +76,12 @@ def _digest(*parts: object) -> str:
 
 
 def _filter_params(request: HttpRequest) -> QueryDict:
-    """Return the request's query without the live partial's bookkeeping (what the list shows depends on)."""
+    """Return the request's query without the live partial's bookkeeping (what the list shows depends on).
+
+    Raises BadRequest (400) for a value with a NUL character: no Kubernetes name has one, and PostgreSQL refuses
+    it in any query."""
+    if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+        raise BadRequest("A query parameter contains a NUL character.")
     params = request.GET.copy()
     for name in LIVE_PARAMS:
         params.pop(name, None)

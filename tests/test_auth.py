@@ -31,7 +31,8 @@ def test_it_issues_a_token_that_authenticates_api_calls(alice):
 
 def test_it_issues_a_token_for_a_form_encoded_post(alice):
     # What `curl -d username=… -d password=…` sends.
-    response = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-password-1"})
+    response = APIClient().post("/api/v1/auth/token/", "username=alice&password=alice-password-1",
+                                content_type="application/x-www-form-urlencoded")
     assert response.status_code == 200, response.content
     assert response.json()["token"]
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -86,9 +86,8 @@ class ObtainTokenApi(APIView):
     authentication_classes = ()
     permission_classes = ()
     throttle_classes = (AuthRateThrottle,)
-    # JSON (bounded, like every API body) or a form post (`curl -d username=… -d password=…`), as DRF's own
-    # token view accepts.
-    parser_classes = (BoundedJSONParser, FormParser, MultiPartParser)
+    # JSON (bounded, like every API body) or a urlencoded form post (`curl -d username=… -d password=…`).
+    parser_classes = (BoundedJSONParser, FormParser)
 
     @extend_schema(
         operation_id="auth_token_create",
@@ -101,6 +100,7 @@ class ObtainTokenApi(APIView):
             200: IssuedTokenSerializer,
             400: OpenApiResponse(_ERROR, description="Missing fields, or wrong username or password."),
             403: OpenApiResponse(_ERROR, description="The account has no portal role."),
+            415: OpenApiResponse(_ERROR, description="The body is neither JSON nor a urlencoded form."),
             429: _THROTTLED,
         },
         auth=[],
@@ -146,7 +146,8 @@ class TokenDetailApi(APIView):
     """One of the caller's API tokens."""
 
     @extend_schema(operation_id="auth_tokens_destroy", summary="Revoke an API token",
-                   responses={204: None, 404: OpenApiResponse(_ERROR, description="Not one of your tokens.")},
+                   responses={204: None, 401: OpenApiResponse(_ERROR, description="Missing, expired or revoked token."),
+                              404: OpenApiResponse(_ERROR, description="Not one of your tokens.")},
                    tags=["auth"])
     def delete(self, request, token_id: int):
         try:
