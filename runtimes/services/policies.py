@@ -183,7 +183,11 @@ def policy_rollback(*, name: str, to_revision: int, expected_version: int, autho
     Rolling back to a manifest equal to the current one changes nothing. Raises PolicyNotFound, RevisionNotFound,
     StaleVersion (the policy moved past `expected_version`) and PolicyInvalid (the old manifest fails today's rules).
     """
-    policy = _get_policy(name)
+    # The row is locked: the "already equal" check and the write must see the same version, or a concurrent save
+    # landing between them would make this answer success for a revision it did not write.
+    policy = _get_policy_for_update(name)
+    if policy is None:
+        raise PolicyNotFound(name)
     if policy.version != expected_version:
         raise _stale(policy, expected_version)
     try:

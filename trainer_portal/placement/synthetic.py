@@ -118,7 +118,8 @@ def synthetic_cluster(zones: int = 3, blocks_per_zone: int = 8, racks: int | Non
     used = np.zeros(n, np.int64)
     if fragmentation in ("F1", "F2"):
         busy = rng.random(n) < (0.5 if fragmentation == "F1" else 0.9)
-        used = np.where(busy, rng.integers(1, alloc + 1), 0)
+        # A node without GPUs (gpusPerNode 0) has none to use: draw from [1, 1] and let the clamp below make it 0.
+        used = np.where(busy, rng.integers(1, np.maximum(alloc, 1) + 1), 0)
     elif fragmentation == "F3":
         full_racks = rng.random(len(snapshot.domain_value[2])) < 0.5
         used = np.where(full_racks[snapshot.domain[2, :n]], alloc, 0)
