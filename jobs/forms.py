@@ -7,6 +7,7 @@ from django.contrib.auth.models import Group
 from django.core.validators import RegexValidator
 
 from trainer_portal import roles
+from trainer_portal.cluster.models import Cluster
 
 from .choices import AdmissionState, SchedulingLevel
 from .selectors import SORTS
@@ -29,6 +30,7 @@ def _blank(label: str, values: list[tuple[str, str]]) -> list[tuple[str, str]]:
 class JobFilterForm(forms.Form):
     """The list's filters. Choices of namespace, runtime and queue are the values the user can see."""
 
+    cluster = forms.ChoiceField(required=False, label="Cluster")
     q = forms.CharField(required=False, max_length=200, label="Search",
                         widget=forms.TextInput(attrs={"type": "search", "placeholder": "name, namespace, creator…"}))
     namespace = forms.ChoiceField(required=False, label="Namespace")
@@ -39,10 +41,12 @@ class JobFilterForm(forms.Form):
     sort = forms.ChoiceField(required=False, label="Sort by",
                              choices=[(key, SORT_LABELS.get(key, key)) for key in SORTS])
 
-    FILTERS = ("namespace", "state", "runtime", "level", "queue", "q")
+    FILTERS = ("cluster", "namespace", "state", "runtime", "level", "queue", "q")
 
-    def __init__(self, data, *, namespaces: list[str], runtimes: list[str], queues: list[str]) -> None:
+    def __init__(self, data, *, namespaces: list[str], runtimes: list[str], queues: list[str],
+                 clusters: list[tuple[str, str]] = ()) -> None:
         super().__init__(data)
+        self.fields["cluster"].choices = _blank("All clusters", list(clusters))
         self.fields["namespace"].choices = _blank("All namespaces", [(n, n) for n in namespaces])
         self.fields["state"].choices = _blank("All states", list(AdmissionState.choices))
         self.fields["runtime"].choices = _blank("All runtimes", [(r, r) for r in runtimes])
@@ -63,12 +67,16 @@ class NamespaceGrantForm(forms.Form):
                                              "namespace's jobs.")
     namespace = forms.CharField(max_length=63, validators=[DNS_LABEL], help_text="The Kubernetes namespace, e.g. "
                                                                                   "team-a.")
+    cluster = forms.ChoiceField(required=False, label="Cluster",
+                                help_text="The namespace on this cluster only, or on every cluster (also the ones "
+                                          "added later).")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # The role groups grant roles, not namespaces: granting "viewer" a namespace would mean nothing.
         self.fields["group"].queryset = Group.objects.exclude(
             name__in=(roles.PLATFORM_ADMIN, roles.VIEWER, roles.DATA_SCIENTIST)).order_by("name")
+        self.fields["cluster"].choices = _blank("Every cluster", [(c.name, c.label) for c in Cluster.objects.all()])
 
     def clean_namespace(self) -> str:
         """Return the namespace without surrounding blanks."""

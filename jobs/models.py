@@ -10,13 +10,19 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 from django.db import models
 
+from trainer_portal.cluster.models import Cluster, default_cluster_id
+
 from .choices import AdmissionState, SchedulingLevel
 
 
 class TrainJob(models.Model):
-    """The tracked state of one TrainJob (keyed by its UID: a re-created job with the same name is a new row)."""
+    """The tracked state of one TrainJob on one cluster (keyed by cluster and UID: a re-created job with the same
+    name is a new row; two clusters may hand out the same UID)."""
 
-    uid = models.CharField(max_length=64, unique=True)
+    # Deleting a cluster from the portal forgets what was tracked on it (disable it to keep the history).
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="trainjobs",
+                                default=default_cluster_id)
+    uid = models.CharField(max_length=64)
     namespace = models.CharField(max_length=63)
     name = models.CharField(max_length=253)
     runtime_kind = models.CharField(max_length=64, default="ClusterTrainingRuntime")
@@ -58,7 +64,9 @@ class TrainJob(models.Model):
     class Meta:
         # Newest first, never reshuffled: submission time does not change, the id breaks ties.
         ordering = ("-submitted_at", "-id")
+        constraints = [models.UniqueConstraint(fields=["cluster", "uid"], name="jobs_tj_cluster_uid")]
         indexes = [
+            models.Index(fields=["cluster", "namespace", "name"], name="jobs_tj_cl_ns_name"),
             models.Index(fields=["namespace", "name"], name="jobs_tj_ns_name"),
             models.Index(fields=["state", "since"], name="jobs_tj_state_since"),
             models.Index(fields=["runtime_name"], name="jobs_tj_runtime"),
@@ -83,6 +91,8 @@ class TrainJobTransition(models.Model):
     """One state change of a TrainJob (append-only): the timeline and time-to-admission come from these."""
 
     job = models.ForeignKey(TrainJob, on_delete=models.CASCADE, related_name="transitions")
+    # The job's cluster, repeated so "transitions on cluster X" needs no join.
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", default=default_cluster_id)
     from_state = models.CharField(max_length=24, choices=AdmissionState.choices, blank=True)
     to_state = models.CharField(max_length=24, choices=AdmissionState.choices)
     reason = models.CharField(max_length=64, blank=True)
@@ -95,6 +105,7 @@ class TrainJobTransition(models.Model):
         indexes = [
             models.Index(fields=["job", "seq"], name="jobs_tr_job_seq"),
             models.Index(fields=["to_state", "at"], name="jobs_tr_state_at"),
+            models.Index(fields=["cluster", "to_state", "at"], name="jobs_tr_cl_state_at"),
         ]
 
     def __str__(self) -> str:
@@ -102,25 +113,35 @@ class TrainJobTransition(models.Model):
 
 
 class NamespaceGrant(models.Model):
-    """Members of ``group`` (data scientists) may see the TrainJobs of ``namespace``."""
+    """Members of ``group`` (data scientists) may see the TrainJobs of ``namespace`` on ``cluster`` — on every
+    cluster, present and future, when ``cluster`` is empty."""
 
     group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="namespace_grants")
     namespace = models.CharField(max_length=63)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True,
+                                related_name="namespace_grants", help_text="Empty: the namespace on every cluster.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ("group__name", "namespace")
-        constraints = [models.UniqueConstraint(fields=["group", "namespace"], name="jobs_grant_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "namespace", "cluster"], name="jobs_grant_unique_cluster"),
+            # NULLs are distinct in a unique index: one all-clusters grant per group and namespace needs its own.
+            models.UniqueConstraint(fields=["group", "namespace"], condition=models.Q(cluster__isnull=True),
+                                    name="jobs_grant_unique_all_clusters"),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.group.name} → {self.namespace}"
+        where = self.cluster.name if self.cluster_id else "every cluster"
+        return f"{self.group.name} → {self.namespace} ({where})"
 
 
 class TrackerStatus(models.Model):
-    """The admission tracker's health (one row, pk 1): who writes, when it last heard from the cluster."""
+    """The admission tracker's health on one cluster (one row per cluster): who writes, when it last heard from
+    the cluster."""
 
-    SINGLETON_ID = 1
-
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="tracker_status",
+                                   default=default_cluster_id)
     holder = models.CharField(max_length=253, blank=True, help_text="Identity of the Lease holder that writes.")
     leader_since = models.DateTimeField(null=True, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
@@ -139,4 +160,4 @@ class TrackerStatus(models.Model):
         verbose_name_plural = "tracker status"
 
     def __str__(self) -> str:
-        return f"tracker ({self.holder or 'no holder'})"
+        return f"tracker of cluster {self.cluster_id} ({self.holder or 'no holder'})"

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from trainer_portal import roles
 from trainer_portal.cluster import snapshots
+from trainer_portal.cluster.models import Cluster
 
 from .choices import AdmissionState, SchedulingLevel
 from .domain import explain, states
@@ -61,33 +62,51 @@ LIST_DEFERRED = ("pods", "events", "workload", "kueue", "resources_per_node")
 
 @dataclass(frozen=True)
 class Visibility:
-    """Which namespaces a user may see: ``everything`` or exactly ``namespaces`` (possibly none)."""
+    """Which namespaces a user may see: ``everything``, or exactly ``namespaces`` on every cluster plus the
+    ``(cluster id, namespace)`` pairs of ``scoped`` (grants on one cluster); possibly nothing."""
 
     everything: bool
     namespaces: frozenset[str] = frozenset()
+    scoped: frozenset[tuple[int, str]] = frozenset()
 
-    def allows(self, namespace: str) -> bool:
-        """Return True when a TrainJob in ``namespace`` is visible."""
-        return self.everything or namespace in self.namespaces
+    def allows(self, namespace: str, cluster_id: int | None = None) -> bool:
+        """Return True when a TrainJob in ``namespace`` on cluster ``cluster_id`` is visible (``cluster_id`` None:
+        only grants on every cluster count)."""
+        if self.everything or namespace in self.namespaces:
+            return True
+        return cluster_id is not None and (cluster_id, namespace) in self.scoped
 
     @property
     def nothing(self) -> bool:
         """Return True when the user sees no namespace at all."""
-        return not self.everything and not self.namespaces
+        return not self.everything and not self.namespaces and not self.scoped
+
+    @property
+    def all_namespaces(self) -> frozenset[str]:
+        """Return every namespace visible on at least one cluster."""
+        return self.namespaces | {namespace for _, namespace in self.scoped}
 
     def filter(self, queryset: QuerySet) -> QuerySet:
-        """Return ``queryset`` restricted to the visible namespaces."""
+        """Return ``queryset`` (of rows with ``namespace`` and ``cluster``) restricted to what is visible."""
         if self.everything:
             return queryset
-        if not self.namespaces:
+        if self.nothing:
             return queryset.none()
-        return queryset.filter(namespace__in=sorted(self.namespaces))
+        condition = Q(namespace__in=sorted(self.namespaces)) if self.namespaces else Q()
+        per_cluster: dict[int, list[str]] = defaultdict(list)
+        for cluster_id, namespace in sorted(self.scoped):
+            per_cluster[cluster_id].append(namespace)
+        for cluster_id, namespaces in per_cluster.items():
+            scoped = Q(cluster_id=cluster_id, namespace__in=namespaces)
+            condition = condition | scoped if condition else scoped
+        return queryset.filter(condition)
 
     def fingerprint(self) -> str:
         """Return a short stable string identifying this visibility (part of conditional-poll tokens)."""
         if self.everything:
             return "*"
-        return hashlib.blake2b(",".join(sorted(self.namespaces)).encode(), digest_size=6).hexdigest()
+        parts = sorted(self.namespaces) + sorted(f"{cluster_id}/{namespace}" for cluster_id, namespace in self.scoped)
+        return hashlib.blake2b(",".join(parts).encode(), digest_size=6).hexdigest()
 
 
 def visible_namespaces(user) -> Visibility:
@@ -98,8 +117,10 @@ def visible_namespaces(user) -> Visibility:
     if roles.is_viewer(user):  # superusers, platform admins and viewers
         visibility = Visibility(everything=True)
     elif roles.is_data_scientist(user):
-        granted = NamespaceGrant.objects.filter(group__user=user).values_list("namespace", flat=True)
-        visibility = Visibility(everything=False, namespaces=frozenset(granted))
+        granted = list(NamespaceGrant.objects.filter(group__user=user).values_list("cluster_id", "namespace"))
+        visibility = Visibility(everything=False,
+                                namespaces=frozenset(ns for cluster_id, ns in granted if cluster_id is None),
+                                scoped=frozenset((c, ns) for c, ns in granted if c is not None))
     else:
         visibility = Visibility(everything=False)
     if getattr(user, "is_authenticated", False):
@@ -109,7 +130,27 @@ def visible_namespaces(user) -> Visibility:
 
 def namespace_grants() -> list[NamespaceGrant]:
     """Return every grant (group → namespace), with its group, ordered by group name then namespace."""
-    return list(NamespaceGrant.objects.select_related("group").order_by("group__name", "namespace"))
+    return list(NamespaceGrant.objects.select_related("group", "cluster")
+                .order_by("group__name", "namespace", "cluster__name"))
+
+
+def cluster_named(name: str | None) -> Cluster | None:
+    """Return the cluster called ``name`` (None for an empty name: every cluster).
+
+    Raises InvalidQuery (field ``cluster``) when there is no such cluster.
+    """
+    if not name:
+        return None
+    found = Cluster.objects.filter(name=name).first()
+    if found is None:
+        raise InvalidQuery(f"there is no cluster {name!r}: use the name of one of the portal's clusters "
+                           "(GET /api/v1/clusters/)", field="cluster")
+    return found
+
+
+def cluster_choices() -> list[tuple[str, str]]:
+    """Return ``[(name, label)]`` of every cluster, the default first (for filters)."""
+    return [(c.name, c.label) for c in Cluster.objects.all()]
 
 
 # -- list ----------------------------------------------------------------------------------------------------------
@@ -164,9 +205,14 @@ def _decode_cursor(cursor: str, sort: str) -> tuple[object, int]:
 
 def trainjob_queryset(*, user, namespace: str | None = None, state: str | Iterable[str] | None = None,
                       runtime: str | None = None, level: str | Iterable[str] | None = None,
-                      queue: str | None = None, search: str | None = None, include_gone: bool = False) -> QuerySet:
-    """Return the visible TrainJobs matching the filters (unordered). Raises InvalidQuery for unknown values."""
-    queryset = visible_namespaces(user).filter(TrainJob.objects.all())
+                      queue: str | None = None, search: str | None = None, include_gone: bool = False,
+                      cluster: str | None = None) -> QuerySet:
+    """Return the visible TrainJobs matching the filters (unordered), on every cluster unless ``cluster`` (a
+    cluster name) is given. Raises InvalidQuery for unknown values."""
+    queryset = visible_namespaces(user).filter(TrainJob.objects.select_related("cluster"))
+    target = cluster_named(cluster)
+    if target is not None:
+        queryset = queryset.filter(cluster=target)
     if namespace:
         queryset = queryset.filter(namespace=namespace)
     states_wanted = _parse_choices(state, AdmissionState.values, "state")
@@ -192,7 +238,7 @@ def trainjob_queryset(*, user, namespace: str | None = None, state: str | Iterab
 def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[str] | None = None,
                   runtime: str | None = None, level: str | Iterable[str] | None = None, queue: str | None = None,
                   search: str | None = None, sort: str | None = None, cursor: str | None = None,
-                  limit: int | None = None, include_gone: bool = False) -> TrainJobPage:
+                  limit: int | None = None, include_gone: bool = False, cluster: str | None = None) -> TrainJobPage:
     """Return one page of visible TrainJobs in a stable order (keyset pagination: rows never shift pages).
 
     ``state`` and ``level`` accept comma-separated values. Raises InvalidQuery naming the bad parameter (unknown
@@ -206,7 +252,7 @@ def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[s
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidQuery(f"limit must be a whole number from 1 to {MAX_LIMIT}", field="limit")
     queryset = trainjob_queryset(user=user, namespace=namespace, state=state, runtime=runtime, level=level,
-                                 queue=queue, search=search, include_gone=include_gone)
+                                 queue=queue, search=search, include_gone=include_gone, cluster=cluster)
     field_name, descending = SORTS[sort]
     if cursor:
         value, row_id = _decode_cursor(cursor, sort)
@@ -225,18 +271,23 @@ def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[s
     return TrainJobPage(rows, next_cursor, sort, limit)
 
 
-def trainjob_get(*, user, namespace: str, name: str) -> TrainJob:
-    """Return the visible TrainJob ``namespace/name`` (the live one, else the most recently gone one).
+def trainjob_get(*, user, namespace: str, name: str, cluster: str | None = None) -> TrainJob:
+    """Return the visible TrainJob ``namespace/name`` on cluster ``cluster`` (a name; the default cluster when
+    empty): the live one, else the most recently gone one.
 
-    Raises TrainJobNotFound when there is none or the user may not see the namespace.
+    Raises TrainJobNotFound when there is none or the user may not see the namespace on that cluster, and
+    InvalidQuery (field ``cluster``) for an unknown cluster.
     """
-    if not visible_namespaces(user).allows(namespace):
-        raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
+    target = cluster_named(cluster) if cluster else Cluster.objects.filter(is_default=True).first()
+    where = f" on cluster {target.name}" if target is not None and cluster else ""
+    if target is None or not visible_namespaces(user).allows(namespace, target.pk):
+        raise TrainJobNotFound(f"no TrainJob {namespace}/{name}{where} that you may see")
     # The live one first (no gone_at), then the most recently gone.
-    job = (TrainJob.objects.filter(namespace=namespace, name=name)
+    job = (TrainJob.objects.filter(cluster=target, namespace=namespace, name=name)
            .order_by(F("gone_at").desc(nulls_first=True), "-submitted_at", "-id").first())
     if job is None:
-        raise TrainJobNotFound(f"no TrainJob {namespace}/{name} that you may see")
+        raise TrainJobNotFound(f"no TrainJob {namespace}/{name}{where} that you may see")
+    job.cluster = target
     return job
 
 
@@ -255,12 +306,13 @@ class TrainJobDetail:
         return getattr(self.job, name)
 
 
-def trainjob_detail(*, user, namespace: str, name: str) -> TrainJobDetail:
-    """Return the visible TrainJob with its timeline and explanation, its pods placed in zone/block/rack from the
-    live snapshot. Raises TrainJobNotFound."""
-    job = trainjob_get(user=user, namespace=namespace, name=name)
+def trainjob_detail(*, user, namespace: str, name: str, cluster: str | None = None) -> TrainJobDetail:
+    """Return the visible TrainJob (on ``cluster``, default: the default cluster) with its timeline and
+    explanation, its pods placed in zone/block/rack from the live snapshot. Raises TrainJobNotFound, InvalidQuery.
+    """
+    job = trainjob_get(user=user, namespace=namespace, name=name, cluster=cluster)
     wait = (job.admitted_at - job.submitted_at).total_seconds() if job.admitted_at else None
-    live = snapshots.live_snapshot()
+    live = _live_snapshot_of(job)
     if live is not None and job.pods:
         where = explain.pod_locations(live.snapshot, {pod.get("node") for pod in job.pods if pod.get("node")})
         for pod in job.pods:
@@ -278,16 +330,17 @@ def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
     (``otherNodes``), never named."""
     if job.state not in states.WAITING_STATES or job.gone_at is not None:
         return None
-    live = live if live is not None else snapshots.live_snapshot()
+    live = live if live is not None else _live_snapshot_of(job)
     if live is None:
         return explain.unavailable("no live cluster snapshot yet: the cluster watcher has not saved one").to_dict()
     visibility = visible_namespaces(user) if user is not None else Visibility(everything=False)
     occupants = [
         explain.Occupant(row.namespace, row.name, row.num_nodes, row.gpus_per_node,
                          tuple(pod.get("node") for pod in row.pods if pod.get("node")), row.admitted_at, row.creator,
-                         visible=visibility.allows(row.namespace))
-        for row in TrainJob.objects.filter(state__in=sorted(states.ADMITTED_STATES), gone_at__isnull=True)
-        .only("namespace", "name", "num_nodes", "gpus_per_node", "pods", "admitted_at", "creator")
+                         visible=visibility.allows(row.namespace, row.cluster_id))
+        for row in TrainJob.objects.filter(cluster_id=job.cluster_id, state__in=sorted(states.ADMITTED_STATES),
+                                           gone_at__isnull=True)
+        .only("cluster_id", "namespace", "name", "num_nodes", "gpus_per_node", "pods", "admitted_at", "creator")
         .order_by("-num_nodes", "id")[:MAX_OCCUPANTS]
     ]
     shape = explain.JobShape(job.namespace, job.name, job.num_nodes, job.resources_per_node or
@@ -297,15 +350,23 @@ def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
                                 snapshot_age_seconds=round(live.age_seconds, 1)).to_dict()
 
 
+def _live_snapshot_of(job: TrainJob):
+    """Return the live snapshot of ``job``'s cluster, or None. The stored snapshot is the default cluster's; a job
+    on another cluster is never placed on it."""
+    default_id = Cluster.objects.filter(is_default=True).values_list("pk", flat=True).first()
+    return snapshots.live_snapshot() if job.cluster_id == default_id else None
+
+
 def trainjob_timeline(job: TrainJob) -> list[TrainJobTransition]:
     """Return the job's state transitions, oldest first."""
     return list(job.transitions.order_by("seq"))
 
 
-def trainjob_summary(*, user, namespace: str | None = None) -> dict[str, int]:
-    """Return {state: count} over the visible, not-gone TrainJobs (every state present, zeros included)."""
+def trainjob_summary(*, user, namespace: str | None = None, cluster: str | None = None) -> dict[str, int]:
+    """Return {state: count} over the visible, not-gone TrainJobs (every state present, zeros included), on every
+    cluster or on ``cluster``. Raises InvalidQuery for an unknown cluster."""
     counts = dict.fromkeys(AdmissionState.values, 0)
-    queryset = trainjob_queryset(user=user, namespace=namespace)
+    queryset = trainjob_queryset(user=user, namespace=namespace, cluster=cluster)
     for row in queryset.order_by().values("state").annotate(n=Count("id")):
         counts[row["state"]] = row["n"]
     return counts
@@ -317,9 +378,11 @@ def trainjobs_for_runtime(*, user, runtime: str, limit: int = 100) -> list[Train
                 .order_by("-submitted_at", "-id")[:limit])
 
 
-def longest_waiting(*, user, limit: int = 10) -> list[TrainJob]:
-    """Return the visible jobs waiting for admission longest (oldest ``since`` first)."""
-    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES)).defer(*LIST_DEFERRED)
+def longest_waiting(*, user, limit: int = 10, cluster: str | None = None) -> list[TrainJob]:
+    """Return the visible jobs (on every cluster, or on ``cluster``) waiting for admission longest (oldest ``since``
+    first)."""
+    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES), cluster=cluster)
+                .defer(*LIST_DEFERRED)
                 .order_by("since", "id")[:limit])
 
 
@@ -352,11 +415,14 @@ class TrackingStatus:
         return f"tracking stale since {timezone.localtime(self.since):%H:%M} — {self.why}"
 
 
-def tracking_status(*, now: dt.datetime | None = None) -> TrackingStatus:
-    """Return whether the tracker is current. Stale when no tracker ever ran, its heartbeat is older than
-    ``STALE_AFTER_SECONDS``, it lost the cluster, or its first full sync is not finished."""
+def tracking_status(*, now: dt.datetime | None = None, cluster: Cluster | None = None) -> TrackingStatus:
+    """Return whether the tracker of ``cluster`` (default: the default cluster) is current. Stale when no tracker
+    ever ran, its heartbeat is older than ``STALE_AFTER_SECONDS``, it lost the cluster, or its first full sync is
+    not finished."""
     now = now or timezone.now()
-    status = TrackerStatus.objects.filter(pk=TrackerStatus.SINGLETON_ID).first()
+    statuses = TrackerStatus.objects.filter(cluster=cluster) if cluster is not None else \
+        TrackerStatus.objects.filter(cluster__is_default=True)
+    status = statuses.first()
     if status is None or status.heartbeat_at is None:
         return TrackingStatus(True, None, "no tracker has run yet (start manage.py cluster_watch)")
     common = {"holder": status.holder, "synced": status.synced, "connected": status.connected,
@@ -375,7 +441,7 @@ def tracking_status(*, now: dt.datetime | None = None) -> TrackingStatus:
 
 
 def trainjob_change_token(*, user, namespace: str | None = None, extra: str = "",
-                          tracking: TrackingStatus | None = None) -> str:
+                          tracking: TrackingStatus | None = None, cluster: str | None = None) -> str:
     """Return a short token that changes whenever anything the user could see changes (rows or tracker health).
 
     Every write raises a row's ``change_seq`` (an index answers the MAX); rows removed by retention move the
@@ -387,6 +453,8 @@ def trainjob_change_token(*, user, namespace: str | None = None, extra: str = ""
     queryset = visibility.filter(TrainJob.objects.all())
     if namespace:
         queryset = queryset.filter(namespace=namespace)
+    if cluster:
+        queryset = queryset.filter(cluster__name=cluster)
     newest = queryset.aggregate(seq=Max("change_seq"))["seq"] or 0
     tracking = tracking or tracking_status()
     raw = f"{newest}:{tracking.pruned}:{visibility.fingerprint()}:{tracking.stale}:{tracking.why}:{extra}"
@@ -404,15 +472,16 @@ def _percentile(values: list[float], fraction: float) -> float:
     return values[min(rank, len(values)) - 1]
 
 
-def admission_stats(*, user, hours: int = 24, now: dt.datetime | None = None) -> list[dict]:
-    """Return time-to-admission per (runtime, level) over jobs admitted in the last ``hours``, largest first:
-    ``[{runtime, level, jobs, p50Seconds, p95Seconds}]``. One query."""
+def admission_stats(*, user, hours: int = 24, now: dt.datetime | None = None,
+                    cluster: str | None = None) -> list[dict]:
+    """Return time-to-admission per (runtime, level) over jobs admitted in the last ``hours`` (on every cluster, or
+    on ``cluster``), largest first: ``[{runtime, level, jobs, p50Seconds, p95Seconds}]``. One query."""
     now = now or timezone.now()
     if not 1 <= int(hours) <= 24 * 90:
         raise InvalidQuery("hours must be from 1 to 2160", field="hours")
     start = now - dt.timedelta(hours=int(hours))
     rows = (visible_namespaces(user).filter(TrainJob.objects.all())
-            .filter(admitted_at__gte=start, admitted_at__lte=now)
+            .filter(admitted_at__gte=start, admitted_at__lte=now, **({"cluster__name": cluster} if cluster else {}))
             .values_list("runtime_name", "level", "submitted_at", "admitted_at"))
     waits: dict[tuple[str, str], list[float]] = defaultdict(list)
     for runtime, level, submitted, admitted in rows:
@@ -446,7 +515,7 @@ def trainjob_filter_values(*, user) -> FilterValues:
     visibility = visible_namespaces(user)
     namespaces = set(queryset.values_list("namespace", flat=True).distinct())
     if not visibility.everything:
-        namespaces |= visibility.namespaces
+        namespaces |= visibility.all_namespaces
     runtimes = queryset.exclude(runtime_name="").values_list("runtime_name", flat=True).distinct()
     queues = queryset.exclude(queue_name="").values_list("queue_name", flat=True).distinct()
     return FilterValues(sorted(namespaces), sorted(runtimes), sorted(queues))
@@ -464,10 +533,12 @@ def trainjob_detail_token(job: TrainJob, tracking: TrackingStatus) -> str:
     return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 
 
-def trainjob_counts_by_namespace(*, user) -> list[tuple[str, dict[str, int]]]:
-    """Return [(namespace, {state: count})] over the visible, not-gone TrainJobs, namespaces sorted (one query)."""
+def trainjob_counts_by_namespace(*, user, cluster: str | None = None) -> list[tuple[str, dict[str, int]]]:
+    """Return [(namespace, {state: count})] over the visible, not-gone TrainJobs (on every cluster, or on
+    ``cluster``), namespaces sorted (one query)."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in trainjob_queryset(user=user).order_by().values("namespace", "state").annotate(n=Count("id")):
+    rows = trainjob_queryset(user=user, cluster=cluster).order_by().values("namespace", "state")
+    for row in rows.annotate(n=Count("id")):
         counts[row["namespace"]][row["state"]] = row["n"]
     return sorted(counts.items())
 

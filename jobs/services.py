@@ -23,11 +23,15 @@ from django.db import connection, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
+from trainer_portal.cluster.models import Cluster, default_cluster_id
+
 from .domain import states
 from .domain.records import JobRecord
 from .domain.signals import compare_resource_versions
 from .errors import InvalidGrant
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
+
+ClusterRef = Cluster | int | None
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,21 @@ def is_older(observed: str, stored: str) -> bool:
     return order is not None and order < 0
 
 
+def _cluster_id(cluster: ClusterRef) -> int:
+    """Return the primary key of ``cluster`` (a row or a key); the default cluster's when None.
+
+    Raises Cluster.DoesNotExist when None is passed and there is no default cluster.
+    """
+    if isinstance(cluster, Cluster):
+        return cluster.pk
+    if cluster is not None:
+        return int(cluster)
+    found = default_cluster_id()
+    if found is None:
+        raise Cluster.DoesNotExist("there is no default cluster")
+    return found
+
+
 def _next_seq() -> int:
     """Return the first change_seq for a new batch: above every row and transition written so far."""
     row_max = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
@@ -107,13 +126,16 @@ def _copy(record: JobRecord, row: TrainJob, digest: str) -> None:
         row.resource_version = record.observed_version
 
 
-def apply_records(records: Sequence[JobRecord], *, now: dt.datetime | None = None) -> ApplyResult:
-    """Write the records that changed something (see the module rules); return the counts.
+def apply_records(records: Sequence[JobRecord], *, now: dt.datetime | None = None,
+                  cluster: ClusterRef = None) -> ApplyResult:
+    """Write the records of ``cluster`` (default: the default cluster) that changed something (see the module
+    rules); return the counts.
 
     Records for the same uid later in ``records`` win. Raises DatabaseError when the database fails (the caller
     keeps the records dirty and retries).
     """
     now = now or timezone.now()
+    cluster_id = _cluster_id(cluster)
     latest: dict[str, JobRecord] = {}
     for record in records:
         if record.uid:
@@ -121,14 +143,15 @@ def apply_records(records: Sequence[JobRecord], *, now: dt.datetime | None = Non
     result = ApplyResult()
     uids = list(latest)
     for start in range(0, len(uids), BATCH_SIZE):
-        result.add(_apply_batch([latest[uid] for uid in uids[start:start + BATCH_SIZE]], now))
+        result.add(_apply_batch([latest[uid] for uid in uids[start:start + BATCH_SIZE]], now, cluster_id))
     return result
 
 
-def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
+def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster_id: int) -> ApplyResult:
     result = ApplyResult()
     with transaction.atomic():
-        existing = {row.uid: row for row in TrainJob.objects.filter(uid__in=[r.uid for r in records])
+        existing = {row.uid: row for row in TrainJob.objects.filter(cluster_id=cluster_id,
+                                                                    uid__in=[r.uid for r in records])
                     .only(*DECIDING_FIELDS)}
         seq = None
         created: list[TrainJob] = []
@@ -146,7 +169,8 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
             if seq is None:
                 seq = _next_seq()
             if row is None:
-                row = TrainJob(uid=record.uid, submitted_at=record.submitted_at or now, since=now)
+                row = TrainJob(cluster_id=cluster_id, uid=record.uid, submitted_at=record.submitted_at or now,
+                               since=now)
                 _copy(record, row, digest)
                 _enter_state(row, record, now)
                 row.change_seq = seq
@@ -170,12 +194,14 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime) -> ApplyResult:
         if transitions:
             missing_ids = [row.uid for row, _, _ in transitions if row.pk is None]
             if missing_ids:  # backends that do not return ids from bulk INSERT
-                ids = dict(TrainJob.objects.filter(uid__in=missing_ids).values_list("uid", "id"))
+                ids = dict(TrainJob.objects.filter(cluster_id=cluster_id, uid__in=missing_ids)
+                           .values_list("uid", "id"))
                 for row, _, _ in transitions:
                     if row.pk is None:
                         row.pk = ids[row.uid]
             TrainJobTransition.objects.bulk_create([
-                TrainJobTransition(job_id=row.pk, from_state=previous, to_state=record.state, reason=record.reason,
+                TrainJobTransition(job_id=row.pk, cluster_id=cluster_id, from_state=previous, to_state=record.state,
+                                   reason=record.reason,
                                    message=record.message[:4000], at=row.since, seq=row.change_seq)
                 for row, previous, record in transitions], batch_size=BATCH_SIZE)
         result.created, result.updated, result.transitions = len(created), len(updated), len(transitions)
@@ -203,26 +229,33 @@ GONE_REASON = "Deleted"
 GONE_MESSAGE = "the TrainJob was deleted from the cluster"
 
 
-def mark_gone(uids: Iterable[str], *, now: dt.datetime | None = None) -> int:
-    """Mark the rows of ``uids`` gone (deleted on the cluster); return how many rows changed.
+def mark_gone(uids: Iterable[str], *, now: dt.datetime | None = None, cluster: ClusterRef = None) -> int:
+    """Mark the rows of ``uids`` on ``cluster`` (default: the default cluster) gone (deleted on the cluster);
+    return how many rows changed.
 
     A finished job keeps its final state; any other state becomes ``unknown`` / ``Deleted`` with a transition, so
     a deleted job is never left showing "running".
     """
     now = now or timezone.now()
+    cluster_id = _cluster_id(cluster)
     uids = list(uids)
     changed = 0
     for start in range(0, len(uids), BATCH_SIZE):
-        changed += _mark_gone(TrainJob.objects.filter(uid__in=uids[start:start + BATCH_SIZE]), now)
+        changed += _mark_gone(TrainJob.objects.filter(cluster_id=cluster_id, uid__in=uids[start:start + BATCH_SIZE]),
+                              now)
     return changed
 
 
-def reconcile_listed(present_uids: Iterable[str], *, now: dt.datetime | None = None) -> int:
-    """After a full TrainJob list: mark every row not in ``present_uids`` gone; return how many changed."""
+def reconcile_listed(present_uids: Iterable[str], *, now: dt.datetime | None = None,
+                     cluster: ClusterRef = None) -> int:
+    """After a full TrainJob list of ``cluster`` (default: the default cluster): mark every row of that cluster not
+    in ``present_uids`` gone; return how many changed."""
     now = now or timezone.now()
+    cluster_id = _cluster_id(cluster)
     present = set(present_uids)
-    candidates = list(TrainJob.objects.filter(gone_at__isnull=True).values_list("uid", flat=True))
-    return mark_gone([uid for uid in candidates if uid not in present], now=now)
+    candidates = list(TrainJob.objects.filter(cluster_id=cluster_id, gone_at__isnull=True)
+                      .values_list("uid", flat=True))
+    return mark_gone([uid for uid in candidates if uid not in present], now=now, cluster=cluster_id)
 
 
 def _mark_gone(queryset, now: dt.datetime) -> int:
@@ -237,7 +270,8 @@ def _mark_gone(queryset, now: dt.datetime) -> int:
             row.change_seq = seq
             row.updated_at = now
             if row.state not in states.FINISHED_STATES:
-                transitions.append(TrainJobTransition(job=row, from_state=row.state, to_state=states.UNKNOWN,
+                transitions.append(TrainJobTransition(job=row, cluster_id=row.cluster_id, from_state=row.state,
+                                                      to_state=states.UNKNOWN,
                                                       reason=GONE_REASON, message=GONE_MESSAGE, at=now, seq=seq))
                 row.state, row.reason, row.message, row.since = states.UNKNOWN, GONE_REASON, GONE_MESSAGE, now
             seq += 1
@@ -262,24 +296,30 @@ def prune_finished(*, now: dt.datetime | None = None, days: int | None = None) -
     cutoff = now - dt.timedelta(days=days if days is not None else retention_days())
     old = TrainJob.objects.filter(Q(gone_at__lt=cutoff) |
                                   Q(state__in=sorted(states.FINISHED_STATES), finished_at__lt=cutoff))
-    ids = list(old.values_list("id", flat=True)[:10_000])
-    if not ids:
+    rows = list(old.values_list("id", "cluster_id")[:10_000])
+    if not rows:
         return 0
+    ids = [row_id for row_id, _ in rows]
+    per_cluster: dict[int, int] = {}
+    for _, cluster_id in rows:
+        per_cluster[cluster_id] = per_cluster.get(cluster_id, 0) + 1
     with transaction.atomic():
         TrainJobTransition.objects.filter(job_id__in=ids).delete()
         deleted, _ = TrainJob.objects.filter(id__in=ids).delete()
         # Deleted rows move no change_seq: the counter tells pollers their lists changed.
-        TrackerStatus.objects.filter(pk=TrackerStatus.SINGLETON_ID).update(pruned=F("pruned") + len(ids))
+        for cluster_id, count in sorted(per_cluster.items()):
+            TrackerStatus.objects.filter(cluster_id=cluster_id).update(pruned=F("pruned") + count)
     return len(ids) if deleted else 0
 
 
 def tracker_heartbeat(*, holder: str, connected: bool, synced: bool, tracked: int, writes: int,
                       last_event_at: dt.datetime | None, last_error: str = "",
-                      leader_since: dt.datetime | None = None, now: dt.datetime | None = None) -> TrackerStatus:
-    """Record the tracker's health (the single TrackerStatus row); return it. ``error_since`` is kept from the
-    first heartbeat that reported the current error."""
+                      leader_since: dt.datetime | None = None, now: dt.datetime | None = None,
+                      cluster: ClusterRef = None) -> TrackerStatus:
+    """Record the tracker's health on ``cluster`` (its TrackerStatus row; default: the default cluster); return
+    it. ``error_since`` is kept from the first heartbeat that reported the current error."""
     now = now or timezone.now()
-    status, _ = TrackerStatus.objects.get_or_create(pk=TrackerStatus.SINGLETON_ID)
+    status, _ = TrackerStatus.objects.get_or_create(cluster_id=_cluster_id(cluster))
     if last_error and not status.last_error:
         status.error_since = now
     elif not last_error:
@@ -304,11 +344,12 @@ def tracker_heartbeat(*, holder: str, connected: bool, synced: bool, tracked: in
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def namespace_grant_create(*, group_name: str, namespace: str) -> NamespaceGrant:
-    """Let the members of group ``group_name`` see the TrainJobs of ``namespace``; return the grant.
+def namespace_grant_create(*, group_name: str, namespace: str, cluster: str | None = None) -> NamespaceGrant:
+    """Let the members of group ``group_name`` see the TrainJobs of ``namespace`` on cluster ``cluster`` (a
+    cluster name; None or "" = on every cluster, present and future); return the grant.
 
-    Raises InvalidGrant (field ``namespace`` or ``group``) for a namespace that is not a DNS label, a group that
-    does not exist, or a grant that exists already.
+    Raises InvalidGrant (field ``namespace``, ``group`` or ``cluster``) for a namespace that is not a DNS label, a
+    group or cluster that does not exist, or a grant that exists already.
     """
     from django.contrib.auth.models import Group
 
@@ -319,13 +360,22 @@ def namespace_grant_create(*, group_name: str, namespace: str) -> NamespaceGrant
     group = Group.objects.filter(name=group_name).first()
     if group is None:
         raise InvalidGrant(f"there is no group {group_name!r}: create it first", field="group")
-    grant, created = NamespaceGrant.objects.get_or_create(group=group, namespace=namespace)
-    if not created:
-        raise InvalidGrant(f"group {group_name!r} already sees namespace {namespace!r}", field="namespace")
-    return grant
+    target = None
+    if cluster:
+        target = Cluster.objects.filter(name=cluster).first()
+        if target is None:
+            raise InvalidGrant(f"there is no cluster {cluster!r}: choose one of the portal's clusters, or none for "
+                               "every cluster", field="cluster")
+    where = f"on cluster {target.name!r}" if target else "on every cluster"
+    with transaction.atomic():
+        if NamespaceGrant.objects.filter(group=group, namespace=namespace, cluster=target).exists():
+            raise InvalidGrant(f"group {group_name!r} already sees namespace {namespace!r} {where}", field="namespace")
+        return NamespaceGrant.objects.create(group=group, namespace=namespace, cluster=target)
 
 
-def namespace_grant_delete(*, group_name: str, namespace: str) -> bool:
-    """Remove the grant of ``namespace`` to ``group_name``; return False when there was none."""
-    deleted, _ = NamespaceGrant.objects.filter(group__name=group_name, namespace=namespace).delete()
+def namespace_grant_delete(*, group_name: str, namespace: str, cluster: str | None = None) -> bool:
+    """Remove the grant of ``namespace`` to ``group_name`` on cluster ``cluster`` (None or "" = the grant on every
+    cluster); return False when there was none."""
+    scope = {"cluster__name": cluster} if cluster else {"cluster__isnull": True}
+    deleted, _ = NamespaceGrant.objects.filter(group__name=group_name, namespace=namespace, **scope).delete()
     return bool(deleted)

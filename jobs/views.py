@@ -102,9 +102,12 @@ def _list_context(request: HttpRequest, *, live: bool = False) -> tuple[dict, in
     params = _filter_params(request)
     if live:
         values = selectors.FilterValues(*(_given(params, name) for name in ("namespace", "runtime", "queue")))
+        clusters = [(name, name) for name in _given(params, "cluster")]
     else:
         values = selectors.trainjob_filter_values(user=user)
-    form = JobFilterForm(params, namespaces=values.namespaces, runtimes=values.runtimes, queues=values.queues)
+        clusters = selectors.cluster_choices()
+    form = JobFilterForm(params, namespaces=values.namespaces, runtimes=values.runtimes, queues=values.queues,
+                         clusters=clusters)
     status = 200
     error = ""
     filters: dict[str, str] = {}
@@ -122,10 +125,15 @@ def _list_context(request: HttpRequest, *, live: bool = False) -> tuple[dict, in
             page = selectors.trainjob_list(user=user, namespace=filters.get("namespace"), state=filters.get("state"),
                                            runtime=filters.get("runtime"), level=filters.get("level"),
                                            queue=filters.get("queue"), search=filters.get("q"), sort=sort,
-                                           cursor=params.get("cursor") or None, limit=PAGE_SIZE)
+                                           cursor=params.get("cursor") or None, limit=PAGE_SIZE,
+                                           cluster=filters.get("cluster"))
         except InvalidQuery as exc:
             status, error = 400, f"{exc.field}: {exc.message}"
-    counts = selectors.trainjob_summary(user=user, namespace=filters.get("namespace"))
+    try:
+        counts = selectors.trainjob_summary(user=user, namespace=filters.get("namespace"),
+                                            cluster=filters.get("cluster"))
+    except InvalidQuery as exc:  # a cluster deleted since the form was built
+        status, error, counts = 400, f"{exc.field}: {exc.message}", {}
     items = page.items if page else []
     context = {
         "form": form, "filters": filters, "filtered": bool(filters), "sort": sort, "error": error,
@@ -144,7 +152,7 @@ def _live_state(request: HttpRequest, params: QueryDict, filters: dict, items: l
     """Return what the live poller needs: its URL (with the shown rows' fingerprint) and ETag."""
     query = params.urlencode()
     token = selectors.trainjob_change_token(user=request.user, namespace=filters.get("namespace"), tracking=tracking,
-                                            extra=f"list?{query}")
+                                            extra=f"list?{query}", cluster=filters.get("cluster"))
     members = _digest(tracking.stale, *(job.uid for job in items))
     seq = max((job.change_seq for job in items), default=0)
     live_params = params.copy()
@@ -173,7 +181,7 @@ def job_list_live(request: HttpRequest) -> HttpResponse:
     tracking = selectors.tracking_status()
     namespace = params.get("namespace") or None
     token = selectors.trainjob_change_token(user=request.user, namespace=namespace, tracking=tracking,
-                                            extra=f"list?{params.urlencode()}")
+                                            extra=f"list?{params.urlencode()}", cluster=params.get("cluster") or None)
     if _not_modified(request, _etag(token)):
         return HttpResponseNotModified(headers={"ETag": _etag(token)})
     # The answer depends only on the token (rows, visibility, tracking, filters) and on what the page already shows
@@ -217,10 +225,21 @@ def _pod_tree(job) -> list[dict]:
     return tree
 
 
+def _cluster_param(request: HttpRequest) -> str | None:
+    """Return the ``?cluster=`` of a detail URL (None: the default cluster). Raises BadRequest for a NUL."""
+    value = request.GET.get("cluster") or None
+    if value is not None and "\x00" in value:
+        raise BadRequest("The cluster parameter contains a NUL character.")
+    return value
+
+
 def _detail_context(request: HttpRequest, namespace: str, name: str) -> dict:
     try:
-        detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name)
+        detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name,
+                                           cluster=_cluster_param(request))
     except TrainJobNotFound as exc:
+        raise Http404(exc.message) from None
+    except InvalidQuery as exc:
         raise Http404(exc.message) from None
     job = detail.job
     tracking = detail.tracking
@@ -233,9 +252,14 @@ def _detail_context(request: HttpRequest, namespace: str, name: str) -> dict:
         "tree": _pod_tree(job), "timeline": detail.timeline, "events": group_events(job.events or []),
         "waiting": job.state in states.WAITING_STATES, "holds_capacity": job.state in states.ADMITTED_STATES,
         "placed_pods": placed, "heat": heat, "etag": _etag(token),
-        "live_url": reverse("jobs:detail-live", args=[job.namespace, job.name]),
+        "live_url": reverse("jobs:detail-live", args=[job.namespace, job.name]) + _cluster_suffix(job),
         "live_headers": json.dumps({"If-None-Match": _etag(token)}),
     }
+
+
+def _cluster_suffix(job) -> str:
+    """Return ``?cluster=<name>`` for a job off the default cluster ("" on the default)."""
+    return "" if job.cluster.is_default else "?" + QueryDict.fromkeys(["cluster"], job.cluster.name).urlencode()
 
 
 @require_GET
@@ -250,8 +274,9 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
 def job_detail_live(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     """The detail page's live partial: 304 when the job and tracking are unchanged, else the job's body."""
     try:
-        job = selectors.trainjob_get(user=request.user, namespace=namespace, name=name)
-    except TrainJobNotFound as exc:
+        job = selectors.trainjob_get(user=request.user, namespace=namespace, name=name,
+                                     cluster=_cluster_param(request))
+    except (TrainJobNotFound, InvalidQuery) as exc:
         raise Http404(exc.message) from None
     etag = _etag(selectors.trainjob_detail_token(job, selectors.tracking_status()))
     if _not_modified(request, etag):  # before the explanation: most polls end here
@@ -270,17 +295,25 @@ def job_detail_live(request: HttpRequest, namespace: str, name: str) -> HttpResp
 def overview(request: HttpRequest) -> HttpResponse:
     """Counts per state and namespace, the longest-waiting gangs and time to admission per runtime and level."""
     user = request.user
-    by_namespace = selectors.trainjob_counts_by_namespace(user=user)
-    totals = selectors.trainjob_summary(user=user)
+    if "\x00" in request.GET.get("cluster", ""):
+        raise BadRequest("The cluster parameter contains a NUL character.")
+    cluster = request.GET.get("cluster") or None
+    try:
+        selected = selectors.cluster_named(cluster)
+    except InvalidQuery as exc:
+        raise BadRequest(exc.message) from None
+    by_namespace = selectors.trainjob_counts_by_namespace(user=user, cluster=cluster)
+    totals = selectors.trainjob_summary(user=user, cluster=cluster)
     # Only the states some job is in: twelve mostly empty columns would hide the few that matter.
     shown_states = [(value, label) for value, label in AdmissionState.choices if totals.get(value)]
     return render(request, "jobs/overview.html", {
         "states": shown_states, "totals": totals, "total": sum(totals.values()),
         "rows": [(ns, [counts.get(value, 0) for value, _ in shown_states], sum(counts.values()))
                  for ns, counts in by_namespace],
-        "waiting": selectors.longest_waiting(user=user, limit=10),
-        "stats": selectors.admission_stats(user=user, hours=24),
-        "tracking": selectors.tracking_status(),
+        "waiting": selectors.longest_waiting(user=user, limit=10, cluster=cluster),
+        "stats": selectors.admission_stats(user=user, hours=24, cluster=cluster),
+        "tracking": selectors.tracking_status(cluster=selected),
+        "clusters": selectors.cluster_choices(), "selected_cluster": selected,
         "no_grants": selectors.visible_namespaces(user).nothing,
     })
 
@@ -306,12 +339,14 @@ def grants(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 grant = services.namespace_grant_create(group_name=form.cleaned_data["group"].name,
-                                                        namespace=form.cleaned_data["namespace"])
+                                                        namespace=form.cleaned_data["namespace"],
+                                                        cluster=form.cleaned_data.get("cluster") or None)
             except InvalidGrant as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
+                where = f" (on cluster {grant.cluster.name} only)" if grant.cluster_id else ""
                 messages.success(request, f"Members of {grant.group.name} now see the TrainJobs of "
-                                          f"{grant.namespace}.")
+                                          f"{grant.namespace}.{where}")
                 return redirect("jobs:grants")
         return render(request, "jobs/grants.html", {"form": form, "grants": selectors.namespace_grants()},
                       status=400)
@@ -325,6 +360,7 @@ def grant_delete(request: HttpRequest, pk: int) -> HttpResponse:
     grant = next((g for g in selectors.namespace_grants() if g.pk == pk), None)
     if grant is None:
         raise Http404("no such grant (removed already?)")
-    services.namespace_grant_delete(group_name=grant.group.name, namespace=grant.namespace)
+    services.namespace_grant_delete(group_name=grant.group.name, namespace=grant.namespace,
+                                    cluster=grant.cluster.name if grant.cluster_id else None)
     messages.success(request, f"Members of {grant.group.name} no longer see the TrainJobs of {grant.namespace}.")
     return redirect("jobs:grants")

@@ -1,12 +1,15 @@
-"""REST API v1 routes: the token endpoint, the cluster status and each app's ``api/urls.py``."""
+"""REST API v1 routes: the token endpoint, the cluster status, the clusters and each app's ``api/urls.py``."""
 
 from django.urls import include, path
 
 from trainer_portal.cluster.api import ClusterApi
+from trainer_portal.cluster.registry_api import ClusterDetailApi, ClusterListApi
 
 urlpatterns = [
     path("", include("trainer_portal.tokens.api_urls")),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
+    path("clusters/", ClusterListApi.as_view(), name="api-clusters"),
+    path("clusters/<str:name>/", ClusterDetailApi.as_view(), name="api-cluster-detail"),
     path("", include("runtimes.api.urls")),
     path("", include("jobs.api.urls")),
 ]

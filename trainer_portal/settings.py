@@ -12,6 +12,7 @@ Nothing here touches the cluster or the network at import time.
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -73,6 +74,34 @@ if not EMBEDDED:
         )
 elif not SECRET_KEY:
     SECRET_KEY = EMBEDDED_SECRET_KEY
+
+# Kubeconfigs stored in the portal (a Cluster connected by "kubeconfig") are encrypted with Fernet under this key:
+# 32 url-safe base64 bytes, as `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key()
+# .decode())"` prints. Several keys, comma-separated: the first encrypts, every one decrypts (key rotation).
+# Production requires it; embedded mode derives one from SECRET_KEY when it is unset.
+ENCRYPTION_KEYS = env_list("TRAINER_PORTAL_ENCRYPTION_KEY", [])
+
+
+def encryption_key_problem(keys: list[str]) -> str:
+    """Return why ``keys`` cannot encrypt stored kubeconfigs ("" when they can): none, or one not a Fernet key."""
+    if not keys:
+        return "it is not set"
+    for number, key in enumerate(keys, start=1):
+        try:
+            raw = base64.urlsafe_b64decode(key.encode("ascii"))
+        except (ValueError, UnicodeEncodeError):
+            raw = b""
+        if len(raw) != 32:
+            return (f"key {number} is not a Fernet key (32 url-safe base64-encoded bytes, 44 characters); generate "
+                    "one with: python -c \"from cryptography.fernet import Fernet; print(Fernet.generate_key()"
+                    ".decode())\"")
+    return ""
+
+
+if not EMBEDDED and (problem := encryption_key_problem(ENCRYPTION_KEYS)):
+    raise ImproperlyConfigured(f"TRAINER_PORTAL_ENCRYPTION_KEY is refused in production mode: {problem}.")
+if EMBEDDED and ENCRYPTION_KEYS and (problem := encryption_key_problem(ENCRYPTION_KEYS)):
+    raise ImproperlyConfigured(f"TRAINER_PORTAL_ENCRYPTION_KEY is refused: {problem}.")
 
 # Set where a TLS proxy that we run (docker-compose: caddy) is the only way in: see SECURE_PROXY_SSL_HEADER.
 BEHIND_TLS_PROXY = env_bool("DJANGO_BEHIND_TLS_PROXY", False)

@@ -104,8 +104,26 @@ def _url_prefix(name: str) -> str:
 
 @register.filter
 def job_url(job: Any) -> str:
-    """Return the detail URL of ``job`` (reversed once: a list renders it for every row)."""
-    return f"{_url_prefix('jobs:list')}{quote(job.namespace, safe='')}/{quote(job.name, safe='')}/"
+    """Return the detail URL of ``job`` (reversed once: a list renders it for every row), qualified with
+    ``?cluster=`` when the job is not on the default cluster (the unqualified path means the default)."""
+    url = f"{_url_prefix('jobs:list')}{quote(job.namespace, safe='')}/{quote(job.name, safe='')}/"
+    cluster = _cluster_of(job)
+    if cluster is not None and not cluster.is_default:
+        url += f"?cluster={quote(cluster.name, safe='')}"
+    return url
+
+
+def _cluster_of(job: Any) -> Any:
+    """Return the cluster row of ``job`` (a TrainJob or a detail), or None for objects without one."""
+    job = getattr(job, "job", job)
+    return job.cluster if getattr(job, "cluster_id", None) else None
+
+
+@register.filter
+def cluster_query(job: Any) -> str:
+    """Return ``?cluster=<name>`` for a job off the default cluster, else "" (appended to job links)."""
+    cluster = _cluster_of(job)
+    return f"?cluster={quote(cluster.name, safe='')}" if cluster is not None and not cluster.is_default else ""
 
 
 @register.filter
@@ -198,10 +216,13 @@ def job_row(job: Any, tracking: Any, oob: bool = False) -> SafeString:
         queue = f"{escape(job.queue_name)}{position}"
     else:
         queue = '<span class="muted">—</span>'
+    cluster = _cluster_of(job)
+    cluster_line = (f'<div class="small muted jobs-cluster" title="cluster">{escape(cluster.label)}</div>'
+                    if cluster is not None else "")
     row = (
         f'<tr id="job-{escape(job.uid)}" class="jobs-row{" is-stale" if stale else ""}" data-state="{state}"'
         f'{" hx-swap-oob=\"true\"" if oob else ""}>'
-        f'<td class="nowrap">{escape(job.namespace)}</td>'
+        f'<td class="nowrap">{escape(job.namespace)}{cluster_line}</td>'
         f'<th scope="row" class="name"><a href="{escape(job_url(job))}">{escape(job.name)}</a>{creator}</th>'
         f"<td>{runtime}</td>"
         f'<td class="nowrap">{escape(job_size(job))}</td>'

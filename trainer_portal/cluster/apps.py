@@ -9,6 +9,10 @@ class ClusterConfig(AppConfig):
     verbose_name = "Cluster"
 
     def ready(self) -> None:
-        from . import handlers, informers
+        from trainer_portal.kube.client import set_default_connection_resolver
+
+        from . import connections, handlers, informers
 
         informers.register(handlers.TopologySnapshotHandler)
+        # get_gateway() means the default cluster: its row says how to reach it.
+        set_default_connection_resolver(connections.default_connection)

@@ -54,3 +54,18 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.display_name or self.name
+
+    @property
+    def label(self) -> str:
+        """Return the display name, else the name (what pages show)."""
+        return self.display_name or self.name
+
+
+def default_cluster_id() -> int | None:
+    """Return the primary key of the default cluster (None when there is none yet).
+
+    The ``default`` of every row that belongs to a cluster (TrainJob, transitions, tracker status): code written
+    before clusters were data — and tests — that create a row without naming its cluster put it on the default.
+    Writers that serve one cluster pass it explicitly.
+    """
+    return Cluster.objects.filter(is_default=True).values_list("pk", flat=True).first()

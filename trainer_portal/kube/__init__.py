@@ -5,7 +5,8 @@ Public interface::
     from trainer_portal import kube
     from trainer_portal.kube.client import get_gateway   # services, status checks and informers only
 
-    gw = get_gateway()                           # lazy, cached per process; KubeNotConfigured if no config
+    gw = get_gateway()                           # the default cluster; lazy, cached; KubeNotConfigured if no config
+    gw = gateway_for(connection)                 # one cluster (a kube.ClusterConnection, plain data)
     ctr = gw.resolve(kube.CLUSTER_TRAINING_RUNTIME)   # version decided by discovery
     gw.apply(ctr, body=manifest, dry_run=True)   # server-side apply, field manager "trainer-portal"
     gw.get(ctr, name="torch")                    # dict or None
@@ -15,12 +16,12 @@ Public interface::
 Errors are :class:`KubeError` subclasses with a ``permanent`` flag (see ``errors.py``).
 
 This face exports types, resource kinds and errors, which any layer may use. It does not export the gateway
-factories (``get_gateway``, ``build_gateway``, ``reset_gateway``): reaching the cluster goes through
+factories (``get_gateway``, ``gateway_for``, ``build_gateway``, ``reset_gateway``): reaching the cluster goes through
 ``trainer_portal.kube.client``, which the import contracts let only services, status checks and informers import.
 """
 
 from .client import AccessReview, Gateway, ObjectList, WatchEvent
-from .config import KubeSettings, load_settings
+from .config import ClusterConnection, ConnectionKind, KubeSettings, load_settings, settings_for
 from .errors import (
     KubeCause,
     KubeConflict,
@@ -70,6 +71,8 @@ __all__ = [
     "WORKER_PERMISSIONS",
     "WORKLOAD",
     "AccessReview",
+    "ClusterConnection",
+    "ConnectionKind",
     "Gateway",
     "KubeCause",
     "KubeConflict",
@@ -90,4 +93,5 @@ __all__ = [
     "Watcher",
     "backoff_delay",
     "load_settings",
+    "settings_for",
 ]

@@ -13,22 +13,24 @@ resources badly, and we need exact control of content types. We use the client's
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
+import yaml
 from django.core.signals import setting_changed
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException, OpenApiException
 from kubernetes.config.config_exception import ConfigException
 
-from .config import KubeSettings, load_settings
+from .config import SECRET_KEYS_TRIED, ClusterConnection, ConnectionKind, KubeSettings, load_settings, settings_for
 from .errors import KubeError, KubeExpired, KubeNotConfigured, KubeNotFound, KubeUnavailable, error_from_status
 from .resources import SELF_SUBJECT_ACCESS_REVIEW, Resource, ResourceKind
 
@@ -443,19 +445,30 @@ def _retry_after(response) -> float | None:
 
 # --- building and caching the gateway ----------------------------------------------------------------------
 
-_cache: dict[str, Any] = {}
+_cache: dict[Any, Gateway] = {}
 _cache_lock = threading.Lock()
+# Returns the default cluster's connection (None: the settings connection). Registered by the cluster app, which
+# reads its rows; the gateway itself never imports a model.
+_default_resolver: Callable[[], ClusterConnection | None] | None = None
 
 
 def build_gateway(settings: KubeSettings) -> Gateway:
     """Return a new :class:`Gateway` for ``settings``.
 
-    Raises KubeNotConfigured when the kubeconfig/context/in-cluster environment cannot be loaded.
+    Raises KubeNotConfigured when the kubeconfig/context/in-cluster environment cannot be loaded. The message names
+    where the configuration came from, never a kubeconfig's content.
     """
     configuration = k8s_client.Configuration()
     try:
         if settings.in_cluster:
             k8s_config.load_incluster_config(client_configuration=configuration)
+        elif settings.config_text:
+            k8s_config.load_kube_config_from_dict(
+                config_dict=_parse_kubeconfig(settings.config_text, settings.describe()),
+                context=settings.context or None,
+                client_configuration=configuration,
+                persist_config=False,
+            )
         else:
             k8s_config.load_kube_config(
                 config_file=settings.config_path or None,
@@ -463,7 +476,7 @@ def build_gateway(settings: KubeSettings) -> Gateway:
                 client_configuration=configuration,
                 persist_config=False,
             )
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise KubeNotConfigured(f"Cannot load the cluster configuration ({settings.describe()}): {exc}") from None
     # No silent urllib3 retries: retrying is the caller's decision (Celery backoff), and fault tests need each
     # request to reach the server exactly once.
@@ -473,25 +486,113 @@ def build_gateway(settings: KubeSettings) -> Gateway:
     return Gateway(api_client=api_client, settings=settings, host=str(configuration.host))
 
 
-def get_gateway() -> Gateway:
-    """Return the process-wide gateway for the current settings, building it on first use.
+def _parse_kubeconfig(text: str, where: str) -> dict:
+    """Return the kubeconfig ``text`` as a dict. Raises KubeNotConfigured (without quoting the text: YAML errors
+    show the lines around the fault, and those may hold a token)."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        at = f" (line {line + 1})" if line is not None else ""
+        raise KubeNotConfigured(f"Cannot load the cluster configuration ({where}): the kubeconfig is not valid "
+                                f"YAML{at}") from None
+    if not isinstance(document, dict) or not document.get("clusters"):
+        raise KubeNotConfigured(f"Cannot load the cluster configuration ({where}): the kubeconfig has no clusters")
+    return document
 
-    The cache is per process (a Celery prefork child never reuses its parent's sockets) and is dropped when a
-    ``KUBE_*`` setting changes. Raises KubeNotConfigured.
+
+def set_default_connection_resolver(resolver: Callable[[], ClusterConnection | None] | None) -> None:
+    """Make :func:`get_gateway` ask ``resolver`` which connection the default cluster uses (None: the settings)."""
+    global _default_resolver
+    _default_resolver = resolver
+    reset_gateway()
+
+
+def get_gateway() -> Gateway:
+    """Return the gateway of the default cluster, building it on first use.
+
+    The default cluster connects through the process's settings unless its row says otherwise (the resolver the
+    cluster app registers); without a database at hand this is the settings connection. The cache is per process
+    (a Celery prefork child never reuses its parent's sockets) and is dropped when a ``KUBE_*`` setting changes.
+    Raises KubeNotConfigured (and KubeError when a Secret holding the kubeconfig cannot be read).
     """
+    connection = _default_resolver() if _default_resolver is not None else None
+    if connection is not None and connection.kind != ConnectionKind.SETTINGS:
+        return gateway_for(connection)
+    return _settings_gateway()
+
+
+def _settings_gateway() -> Gateway:
+    """Return the cached gateway of the process's KUBE_* settings."""
     settings = load_settings()
-    key = f"{os.getpid()}:{settings!r}"
+    key = ("settings", os.getpid(), repr(settings))
     with _cache_lock:
         gateway = _cache.get(key)
         if gateway is None:
-            _cache.clear()
+            for old in [k for k in _cache if k[0] == "settings"]:
+                del _cache[old]
             gateway = build_gateway(settings)
             _cache[key] = gateway
         return gateway
 
 
+def gateway_for(connection: ClusterConnection) -> Gateway:
+    """Return the gateway of one cluster, cached per process by (cluster name, version) and the KUBE_* settings.
+
+    ``settings`` connections are the process's settings; ``kubeconfig`` ones load the decrypted text in memory
+    (never written to disk by us); ``secret`` ones read the kubeconfig from a Kubernetes Secret through the settings
+    connection (namespace-scoped ``get secrets``); ``in_cluster`` ones use the pod's service account. A new version
+    of a cluster's row replaces its cached gateway.
+
+    Raises KubeNotConfigured (missing or unusable configuration, a Secret or key that does not exist) and any
+    KubeError of reading the Secret (KubeUnavailable when the settings connection's API server is unreachable).
+    """
+    if connection.kind == ConnectionKind.SETTINGS:
+        return _settings_gateway()
+    base = load_settings()
+    key = ("cluster", os.getpid(), connection.cache_key(), repr(base))
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    text = _secret_kubeconfig(connection) if connection.kind == ConnectionKind.SECRET else ""
+    try:
+        settings = settings_for(connection, base, kubeconfig_text=text)
+    except ValueError as exc:
+        raise KubeNotConfigured(str(exc)) from None
+    gateway = build_gateway(settings)
+    with _cache_lock:
+        for old in [k for k in _cache if k[0] == "cluster" and k[2][0] == connection.name]:
+            del _cache[old]
+        _cache[key] = gateway
+    return gateway
+
+
+def _secret_kubeconfig(connection: ClusterConnection) -> str:
+    """Return the kubeconfig text held in the Secret of ``connection``, read through the settings connection.
+
+    Raises KubeNotConfigured when the Secret or its key does not exist or is not text, KubeError otherwise.
+    """
+    where = f"Secret {connection.secret_namespace}/{connection.secret_name}"
+    path = f"/api/v1/namespaces/{connection.secret_namespace}/secrets/{connection.secret_name}"
+    try:
+        secret = _settings_gateway().request("GET", path) or {}
+    except KubeNotFound:
+        raise KubeNotConfigured(f'cluster "{connection.name}": the {where} does not exist') from None
+    data = secret.get("data") or {}
+    keys = [connection.secret_key] if connection.secret_key else [k for k in SECRET_KEYS_TRIED if k in data]
+    if not keys or keys[0] not in data:
+        wanted = connection.secret_key or " or ".join(SECRET_KEYS_TRIED)
+        raise KubeNotConfigured(f'cluster "{connection.name}": the {where} has no key {wanted}')
+    try:
+        return base64.b64decode(data[keys[0]], validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise KubeNotConfigured(f'cluster "{connection.name}": key {keys[0]} of the {where} is not a kubeconfig '
+                                "(not base64-encoded UTF-8 text)") from None
+
+
 def reset_gateway() -> None:
-    """Forget the cached gateway (and its discovery cache)."""
+    """Forget every cached gateway (and its discovery cache)."""
     with _cache_lock:
         _cache.clear()
 
@@ -510,6 +611,8 @@ __all__ = [
     "ObjectList",
     "WatchEvent",
     "build_gateway",
+    "gateway_for",
     "get_gateway",
     "reset_gateway",
+    "set_default_connection_resolver",
 ]
