@@ -64,7 +64,10 @@ class AdmissionHandler:
     kinds = tuple(KIND_NAMES)
     needs_leader = True
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, identity: str | None = None) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, identity: str | None = None,
+                 cluster: int | None = None) -> None:
+        # The cluster (primary key) whose TrainJobs this handler tracks; None = the default cluster.
+        self.cluster = cluster
         self.clock = clock
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
         self.index = ownership.OwnershipIndex()
@@ -237,10 +240,10 @@ class AdmissionHandler:
             record = job_record(tree)
             record.observed_version = _newer(self.observed.get(uid, ""), record.observed_version)
             records.append(record)
-        result = services.apply_records(records)
-        gone = services.mark_gone(deleted) if deleted else 0
+        result = services.apply_records(records, cluster=self.cluster)
+        gone = services.mark_gone(deleted, cluster=self.cluster) if deleted else 0
         if self.reconcile_listed:
-            gone += services.reconcile_listed(self.index.trainjob_uids())
+            gone += services.reconcile_listed(self.index.trainjob_uids(), cluster=self.cluster)
         self.writes += result.writes + gone
         self.transitions += result.transitions
         self.unchanged += result.unchanged
@@ -259,7 +262,7 @@ class AdmissionHandler:
             services.tracker_heartbeat(holder=self.identity, connected=not self.watch_error, synced=self.synced,
                                        tracked=self.index.count(ownership.TRAINJOB), writes=self.writes,
                                        last_event_at=self.last_event_at, last_error=error,
-                                       leader_since=self.leader_since)
+                                       leader_since=self.leader_since, cluster=self.cluster)
         except DatabaseError as exc:
             logger.warning("admission tracker could not record its heartbeat: %s", exc)
 

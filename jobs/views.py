@@ -313,7 +313,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "waiting": selectors.longest_waiting(user=user, limit=10, cluster=cluster),
         "stats": selectors.admission_stats(user=user, hours=24, cluster=cluster),
         "tracking": selectors.tracking_status(cluster=selected),
-        "clusters": selectors.cluster_choices(), "selected_cluster": selected,
+        "selected_cluster_filter": selected,
         "no_grants": selectors.visible_namespaces(user).nothing,
     })
 

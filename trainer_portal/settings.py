@@ -162,6 +162,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "trainer_portal.context_processors.portal",
+                "trainer_portal.cluster.context_processors.cluster_picker",
             ],
         },
     },

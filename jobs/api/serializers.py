@@ -24,6 +24,8 @@ class ApiTimeField(serializers.DateTimeField):
 class ListQuerySerializer(serializers.Serializer):
     """Query parameters of ``GET /api/v1/trainjobs/`` (comma-separated lists for state and level)."""
 
+    cluster = serializers.CharField(required=False, max_length=63,
+                                    help_text="Only this cluster (its name); every cluster when absent.")
     namespace = serializers.CharField(required=False, max_length=63, help_text="Only this namespace.")
     state = serializers.CharField(required=False, max_length=400,
                                   help_text=f"Comma-separated states: {', '.join(AdmissionState.values)}.")
@@ -44,6 +46,8 @@ class ListQuerySerializer(serializers.Serializer):
 class SummaryQuerySerializer(serializers.Serializer):
     """Query parameters of ``GET /api/v1/trainjobs/summary/``."""
 
+    cluster = serializers.CharField(required=False, max_length=63,
+                                    help_text="Only this cluster (its name); every cluster when absent.")
     namespace = serializers.CharField(required=False, max_length=63, help_text="Only this namespace.")
 
 
@@ -82,6 +86,7 @@ class TrainJobSerializer(serializers.Serializer):
     most of the request. ``generic_representation`` is DRF's own output, and a test holds the two equal.
     """
 
+    cluster = serializers.CharField(source="cluster.name", help_text="Name of the cluster the TrainJob runs on.")
     namespace = serializers.CharField()
     name = serializers.CharField()
     uid = serializers.CharField()
@@ -110,7 +115,8 @@ class TrainJobSerializer(serializers.Serializer):
             return super().to_representation(job)
         time = _TIME.to_representation
         return {
-            "namespace": job.namespace, "name": job.name, "uid": job.uid, "runtime": job.runtime_name,
+            "cluster": job.cluster.name, "namespace": job.namespace, "name": job.name, "uid": job.uid,
+            "runtime": job.runtime_name,
             "runtimeKind": job.runtime_kind, "state": job.state, "reason": job.reason, "message": job.message,
             "since": time(job.since), "submittedAt": time(job.submitted_at),
             "admittedAt": time(job.admitted_at) if job.admitted_at else None,
@@ -235,3 +241,10 @@ class SummarySerializer(serializers.Serializer):
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="{state: count}, every state.")
     total = serializers.IntegerField()
     tracking = TrackingSerializer()
+
+
+class DetailQuerySerializer(serializers.Serializer):
+    """Query parameters of ``GET /api/v1/trainjobs/{namespace}/{name}/``."""
+
+    cluster = serializers.CharField(required=False, max_length=63,
+                                    help_text="The TrainJob's cluster (its name); the default cluster when absent.")

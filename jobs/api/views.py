@@ -40,9 +40,10 @@ def _parse(serializer_class, request) -> dict:
 class ConditionalMixin:
     """Answer 304 when the caller's If-None-Match equals the current change token."""
 
-    def _etag(self, request, tracking, namespace: str | None = None) -> str:
+    def _etag(self, request, tracking, namespace: str | None = None, cluster: str | None = None) -> str:
         token = selectors.trainjob_change_token(user=request.user, namespace=namespace, tracking=tracking,
-                                                extra=f"{request.path}?{request.META.get('QUERY_STRING', '')}")
+                                                extra=f"{request.path}?{request.META.get('QUERY_STRING', '')}",
+                                                cluster=cluster)
         return f'W/"{token}"'
 
     @staticmethod
@@ -66,15 +67,16 @@ class TrainJobListApi(ConditionalMixin, APIView):
     )
     def get(self, request):
         query = _parse(s.ListQuerySerializer, request)
-        tracking = selectors.tracking_status()
-        etag = self._etag(request, tracking, query.get("namespace"))
+        selected = selectors.cluster_named(query.get("cluster"))
+        tracking = selectors.tracking_status(cluster=selected)
+        etag = self._etag(request, tracking, query.get("namespace"), query.get("cluster"))
         if self._not_modified(request, etag):
             return Response(status=304, headers={"ETag": etag})
         page = selectors.trainjob_list(
             user=request.user, namespace=query.get("namespace"), state=query.get("state"),
             runtime=query.get("runtime"), level=query.get("level"), queue=query.get("queue"),
             search=query.get("search"), sort=query.get("sort"), cursor=query.get("cursor"),
-            limit=query.get("limit"), include_gone=query.get("gone", False))
+            limit=query.get("limit"), include_gone=query.get("gone", False), cluster=query.get("cluster"))
         next_url = None
         if page.next_cursor:
             params = request.query_params.copy()
@@ -100,11 +102,13 @@ class TrainJobSummaryApi(ConditionalMixin, APIView):
     )
     def get(self, request):
         query = _parse(s.SummaryQuerySerializer, request)
-        tracking = selectors.tracking_status()
-        etag = self._etag(request, tracking, query.get("namespace"))
+        selected = selectors.cluster_named(query.get("cluster"))
+        tracking = selectors.tracking_status(cluster=selected)
+        etag = self._etag(request, tracking, query.get("namespace"), query.get("cluster"))
         if self._not_modified(request, etag):
             return Response(status=304, headers={"ETag": etag})
-        counts = selectors.trainjob_summary(user=request.user, namespace=query.get("namespace"))
+        counts = selectors.trainjob_summary(user=request.user, namespace=query.get("namespace"),
+                                            cluster=query.get("cluster"))
         data = s.SummarySerializer({"counts": counts, "total": sum(counts.values()),
                                     "tracking": tracking}).data
         return Response(data, headers={"ETag": etag})
@@ -119,10 +123,14 @@ class TrainJobDetailApi(APIView):
     @extend_schema(
         operation_id="trainjobs_retrieve",
         summary="One TrainJob: ownership tree, timeline, reason and explanation",
+        parameters=[s.DetailQuerySerializer],
         responses={200: s.TrainJobDetailSerializer,
+                   400: OpenApiResponse(description="`cluster` names no cluster."),
                    404: OpenApiResponse(description="No such TrainJob in a namespace you may see.")},
         tags=["trainjobs"],
     )
     def get(self, request, namespace: str, name: str):
-        detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name)
+        query = _parse(s.DetailQuerySerializer, request)
+        detail = selectors.trainjob_detail(user=request.user, namespace=namespace, name=name,
+                                           cluster=query.get("cluster"))
         return Response(s.TrainJobDetailSerializer(detail).data)

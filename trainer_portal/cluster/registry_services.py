@@ -66,9 +66,9 @@ def _invalid(path: str, message: str) -> ClusterError:
     return ClusterError(message, fields=[field(path, message)])
 
 
-def _text(data: dict, key: str, *, limit: int, required: bool = False) -> str | None:
-    """Return the string ``data[key]`` stripped (None when absent). Raises ClusterError for a non-string, a control
-    character or more than ``limit`` characters."""
+def _text(data: dict, key: str, *, limit: int, required: bool = False, multiline: bool = False) -> str | None:
+    """Return the string ``data[key]`` stripped (None when absent; a ``multiline`` text keeps its lines and is not
+    stripped). Raises ClusterError for a non-string, a control character or more than ``limit`` characters."""
     if key not in data or data[key] is None:
         if required:
             raise _invalid(key, f"{key} is required")
@@ -76,6 +76,12 @@ def _text(data: dict, key: str, *, limit: int, required: bool = False) -> str | 
     value = data[key]
     if not isinstance(value, str):
         raise _invalid(key, f"{key} must be a string, not {type(value).__name__}")
+    if multiline:
+        if "\x00" in value or _CONTROL.search(value.replace("\n", "").replace("\r", "").replace("\t", "")):
+            raise _invalid(key, f"{key} must not contain control characters other than line breaks and tabs")
+        if len(value) > limit:
+            raise _invalid(key, f"{key} is longer than {limit} characters")
+        return value
     value = value.strip()
     if _CONTROL.search(value):
         raise _invalid(key, f"{key} must not contain control characters")
@@ -154,7 +160,7 @@ def _refuse_unknown(data: dict, allowed: tuple[str, ...]) -> None:
 
 def _connection_of(data: dict, current: Cluster | None) -> tuple[str | None, dict[str, Any]]:
     """Return the connection kind the input asks for (None: unchanged) and the model fields it sets."""
-    kubeconfig = _text(data, "kubeconfig", limit=MAX_KUBECONFIG_BYTES)
+    kubeconfig = _text(data, "kubeconfig", limit=MAX_KUBECONFIG_BYTES, multiline=True)
     in_cluster = _bool(data, "inCluster")
     secret_ref = _text(data, "secretRef", limit=400)
     kind = _text(data, "connection", limit=16)
