@@ -89,7 +89,7 @@ def test_a_kubeconfig_in_a_secret_of_the_default_cluster_reaches_the_other(clust
 
 
 def test_get_gateway_means_the_default_cluster(clusters, cluster, west):
-    default, gpu_west = clusters
+    _, gpu_west = clusters
     before = get_gateway().host
 
     registry_services.cluster_update("gpu-west", {"isDefault": True}, expected_version=gpu_west.version)
