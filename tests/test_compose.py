@@ -71,7 +71,7 @@ def test_the_web_healthcheck_url_is_routed():
 
 def test_the_env_example_lists_every_variable_compose_reads_from_env():
     example = (ROOT / ".env.example").read_text()
-    for variable in ("DJANGO_SECRET_KEY", "POSTGRES_PASSWORD", "DJANGO_ALLOWED_HOSTS"):
+    for variable in ("DJANGO_SECRET_KEY", "TRAINER_PORTAL_ENCRYPTION_KEY", "POSTGRES_PASSWORD", "DJANGO_ALLOWED_HOSTS"):
         assert f"{variable}=" in example
 
 

@@ -3,6 +3,7 @@ is believed about https; the demo admin is a platform admin, not a superuser."""
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 import socket
@@ -21,14 +22,17 @@ from trainer_portal.roles import is_platform_admin
 
 ROOT = Path(__file__).resolve().parent.parent
 STRONG = secrets.token_urlsafe(60)
+FERNET_KEY = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
 DROP = ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS",
+        "TRAINER_PORTAL_ENCRYPTION_KEY",
         "TRAINER_PORTAL_MODE", "DJANGO_BEHIND_TLS_PROXY", "DJANGO_CACHE_URL", "DJANGO_SETTINGS_MODULE")
 
 
 def _env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in DROP}
     env.update(DJANGO_SETTINGS_MODULE="trainer_portal.settings", TRAINER_PORTAL_MODE="production",
-               DJANGO_ALLOWED_HOSTS="portal.example.com", DJANGO_SECRET_KEY=STRONG)
+               DJANGO_ALLOWED_HOSTS="portal.example.com", DJANGO_SECRET_KEY=STRONG,
+               TRAINER_PORTAL_ENCRYPTION_KEY=FERNET_KEY)
     env.update(extra)
     return env
 
@@ -58,6 +62,19 @@ def test_production_refuses_debug():
 
     assert result.returncode != 0
     assert "DJANGO_DEBUG must be off in production mode" in result.stderr
+
+
+@pytest.mark.parametrize("key", ["", "change-me", "too-short-" + "x" * 20, FERNET_KEY + ",not-a-key"])
+def test_production_refuses_a_missing_or_malformed_encryption_key(key):
+    result = _check(TRAINER_PORTAL_ENCRYPTION_KEY=key)
+
+    assert result.returncode != 0
+    assert "TRAINER_PORTAL_ENCRYPTION_KEY is refused in production mode" in result.stderr
+
+
+def test_production_accepts_rotated_encryption_keys():
+    rotated = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
+    assert _check(TRAINER_PORTAL_ENCRYPTION_KEY=f"{rotated},{FERNET_KEY}").returncode == 0
 
 
 def test_production_accepts_a_strong_key():

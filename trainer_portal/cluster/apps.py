@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class ClusterConfig(AppConfig):
@@ -16,3 +17,14 @@ class ClusterConfig(AppConfig):
         informers.register(handlers.TopologySnapshotHandler)
         # get_gateway() means the default cluster: its row says how to reach it.
         set_default_connection_resolver(connections.default_connection)
+        post_migrate.connect(_ensure_default_cluster, sender=self, dispatch_uid="cluster.ensure_default")
+
+
+def _ensure_default_cluster(*, using: str = "default", apps=None, **kwargs) -> None:
+    """After migrate (and a test database's flush, which sends post_migrate too): one default cluster exists."""
+    from .registry_services import ensure_default_cluster
+
+    try:
+        ensure_default_cluster(using=using, apps=apps)
+    except LookupError:  # the cluster app is being migrated to zero: no table, no default
+        return

@@ -341,3 +341,26 @@ def cluster_delete(name: str, *, expected_version: int | None = None) -> None:
                            if isinstance(exc, ProtectedError) else {"rows"})
             raise ClusterConflict(f"cluster {name!r} still has {', '.join(map(str, kinds))}: remove them first, or "
                                   "disable the cluster instead") from None
+
+
+def default_cluster_name() -> str:
+    """Return the name of a cluster made from today's settings: its kubeconfig context, else ``default``."""
+    import os
+
+    context = os.environ.get("TRAINER_PORTAL_KUBE_CONTEXT", "").strip().lower()
+    name = re.sub(r"[^a-z0-9-]+", "-", context).strip("-")[:63].strip("-")
+    return name or "default"
+
+
+def ensure_default_cluster(*, using: str = "default", apps=None) -> bool:
+    """Create the settings-connected default cluster when there is no cluster at all; return True if it did.
+
+    Runs after every ``migrate`` (and the flush of a test database): the portal always has a default cluster, which
+    ``cluster/0001`` creates and nothing may remove (the default cannot be deleted).
+    """
+    model = apps.get_model("cluster", "Cluster") if apps is not None else Cluster
+    if model.objects.using(using).exists():
+        return False
+    model.objects.using(using).create(name=default_cluster_name(), connection=ConnectionKind.SETTINGS,
+                                      is_default=True)
+    return True
