@@ -89,3 +89,20 @@ def test_the_schema_and_its_docs_pages_check_who_is_asking(db, client, charlie, 
     assert client.get(url).status_code in (401, 403)
     client.force_login(charlie)
     assert client.get(url).status_code == 403
+
+
+def test_the_clusters_api_is_documented_with_its_errors(schema):
+    listed = schema["paths"]["/api/v1/clusters/"]
+    detail = schema["paths"]["/api/v1/clusters/{name}/"]
+    assert {"get", "post"} <= set(listed) and {"get", "patch", "delete"} <= set(detail)
+    assert {"201", "400", "401", "403", "409"} <= set(listed["post"]["responses"])
+    assert {"200", "400", "401", "403", "404", "409"} <= set(detail["patch"]["responses"])
+    assert {"204", "401", "403", "404", "409"} <= set(detail["delete"]["responses"])
+    body = listed["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert {"name", "kubeconfig", "inCluster", "secretRef"} <= set(schema["components"]["schemas"][body]["properties"])
+    shown = listed["get"]["responses"]["200"]["content"]["application/json"]["schema"]["items"]["$ref"]
+    properties = schema["components"]["schemas"][shown.rsplit("/", 1)[-1]]["properties"]
+    assert "kubeconfig" not in properties and {"health", "version", "isDefault"} <= set(properties)
+    trainjob = schema["components"]["schemas"]["TrainJob"]["properties"]
+    assert "cluster" in trainjob
+    assert any(p["name"] == "cluster" for p in schema["paths"]["/api/v1/trainjobs/"]["get"]["parameters"])
