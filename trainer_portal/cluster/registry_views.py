@@ -63,9 +63,10 @@ class ClusterEditView(PlatformAdminRequiredMixin, View):
                    "enabled": cluster.enabled, "version": cluster.version}
         return ClusterForm(data, initial=initial, creating=False)
 
-    def _render(self, request, cluster: Cluster, form: ClusterForm, status: int = 200):
+    def _render(self, request, cluster: Cluster, form: ClusterForm, status: int = 200, error: str = ""):
         return render(request, "cluster/cluster_edit.html",
-                      {"cluster": cluster, "form": form, "health": _health(cluster)}, status=status)
+                      {"cluster": cluster, "form": form, "health": _health(cluster), "delete_error": error},
+                      status=status)
 
     def get(self, request, name: str):
         cluster = self._cluster(name)
@@ -95,8 +96,6 @@ class ClusterEditView(PlatformAdminRequiredMixin, View):
         try:
             registry_services.cluster_delete(cluster.name, expected_version=version)
         except registry_services.ClusterError as exc:
-            form = self._form(cluster)
-            form.add_error(None, exc.message)
-            return self._render(request, cluster, form, status=exc.status)
+            return self._render(request, cluster, self._form(cluster), status=exc.status, error=exc.message)
         messages.success(request, f"Cluster {cluster.name} removed, with everything tracked on it.")
         return redirect("cluster:clusters")
