@@ -21,8 +21,9 @@ class TransitionInline(admin.TabularInline):
 
 @admin.register(TrainJob)
 class TrainJobAdmin(admin.ModelAdmin):
-    list_display = ("namespace", "name", "state", "reason", "runtime_name", "num_nodes", "since", "gone_at")
-    list_filter = ("state", "level", "namespace")
+    list_display = ("cluster", "namespace", "name", "state", "reason", "runtime_name", "num_nodes", "since",
+                    "gone_at")
+    list_filter = ("cluster", "state", "level", "namespace")
     search_fields = ("namespace", "name", "uid", "runtime_name", "creator")
     inlines = (TransitionInline,)
 
@@ -36,8 +37,8 @@ class TrainJobAdmin(admin.ModelAdmin):
 
 @admin.register(NamespaceGrant)
 class NamespaceGrantAdmin(admin.ModelAdmin):
-    list_display = ("group", "namespace", "created_at")
-    list_filter = ("group",)
+    list_display = ("group", "namespace", "cluster", "created_at")
+    list_filter = ("group", "cluster")
     search_fields = ("namespace", "group__name")
 
 
