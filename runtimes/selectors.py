@@ -122,8 +122,8 @@ def _sync_status_filter(code: str) -> Q:
 
 
 def policy_get(*, name: str) -> RuntimePolicy:
-    """Return the policy named `name` with creator and last editor joined, and `sync_warning` set (see
-    `policy_sync_warning`). Raises PolicyNotFound.
+    """Return the policy named `name` with creator and last editor joined, `sync_warning` set (see
+    `policy_sync_warning`) and `cluster_rows` (see `policy_cluster_rows`). Raises PolicyNotFound.
 
     A name no policy can have (not a DNS-1123 subdomain: a NUL, a "/", 300 characters) is not looked up;
     PostgreSQL refuses a NUL in a query outright.
@@ -135,6 +135,7 @@ def policy_get(*, name: str) -> RuntimePolicy:
     except RuntimePolicy.DoesNotExist:
         raise PolicyNotFound(name)
     policy.sync_warning = policy_sync_warning(policy=policy)
+    policy.cluster_rows = policy_cluster_rows(policy=policy)
     return policy
 
 

@@ -990,17 +990,19 @@ def policy_drift_view_data(
     """Return what the drift page shows side by side for ``cluster`` (None: the first target cluster where the
     policy is drifted, else the default cluster), changing nothing (no check, no dry-run apply, no row).
 
-    ``{result, live, ours, error, cluster}``: ``result`` None (a check is an explicit POST, `policy_drift_check`),
-    the live object and that cluster's applied revision as YAML, and the cluster's message when it could not be
-    read.
+    ``{result, live, ours, error, cluster, row}``: ``result`` None (a check is an explicit POST,
+    `policy_drift_check`), the live object and that cluster's applied revision as YAML, the cluster's message when
+    it could not be read, and that cluster's ``{sync_state, cluster_state, drift_diff, applied_revision}``.
     """
     if cluster is None:
         drifted = _drifted_clusters(policy, None)
         cluster = drifted[0] if drifted else default_cluster()
-    data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": "", "cluster": cluster}
-    applied = PolicySync.objects.filter(policy=policy, cluster=cluster).values_list(
-        "applied_revision", flat=True
-    ).first()
+    row = PolicySync.objects.filter(policy=policy, cluster=cluster).values(
+        "sync_state", "cluster_state", "drift_diff", "applied_revision"
+    ).first() or {"sync_state": SyncState.DRAFT, "cluster_state": ClusterState.NOT_APPLIED, "drift_diff": "",
+                  "applied_revision": None}
+    data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": "", "cluster": cluster, "row": row}
+    applied = row["applied_revision"]
     try:
         gateway = gateway or gateway_for_cluster(cluster)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
