@@ -95,14 +95,14 @@ def _manifest(name: str, nodes: int = 2) -> dict:
 
 def _wait_all_synced(count: int, started: float, timeout: float) -> list[float]:
     from runtimes.choices import SyncState
-    from runtimes.models import RuntimePolicy
+    from runtimes.models import PolicySync
 
     deadline = started + timeout
     while True:
-        rows = list(RuntimePolicy.objects.filter(sync_state=SyncState.SYNCED).values_list("last_synced_at", flat=True))
+        rows = list(PolicySync.objects.filter(sync_state=SyncState.SYNCED).values_list("last_synced_at", flat=True))
         if len(rows) >= count:
             return sorted(ts.timestamp() - started for ts in rows)
-        stuck = RuntimePolicy.objects.filter(sync_state=SyncState.FAILED).count()
+        stuck = PolicySync.objects.filter(sync_state=SyncState.FAILED).count()
         if stuck or time.time() > deadline:
             raise RuntimeError(f"{len(rows)}/{count} synced, {stuck} failed after {time.time() - started:.1f}s")
         time.sleep(0.05)

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import PolicyRevision, RuntimePolicy
+from .models import PolicyRevision, PolicySync, RuntimePolicy
+
+
+class PolicySyncInline(admin.TabularInline):
+    model = PolicySync
+    extra = 0
+    can_delete = False
+    fields = ("cluster", "sync_state", "applied_revision", "cluster_state", "last_synced_at", "last_sync_error")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
 
 
 class PolicyRevisionInline(admin.TabularInline):
@@ -23,10 +34,10 @@ class PolicyRevisionInline(admin.TabularInline):
 @admin.register(RuntimePolicy)
 class RuntimePolicyAdmin(admin.ModelAdmin):
     list_display = ("name", "framework", "scheduling_mode", "version", "sync_state", "updated_at", "updated_by")
-    list_filter = ("framework", "scheduling_mode", "sync_state")
+    list_filter = ("framework", "scheduling_mode", "syncs__sync_state")
     search_fields = ("name", "scheduling_summary")
     list_select_related = ("updated_by",)
-    inlines = (PolicyRevisionInline,)
+    inlines = (PolicySyncInline, PolicyRevisionInline)
     # Manifests change only through the services (validation + revision); the admin shows them read-only.
     readonly_fields = (
         "name",
@@ -40,6 +51,7 @@ class RuntimePolicyAdmin(admin.ModelAdmin):
         "updated_at",
         "created_by",
         "updated_by",
+        "target_clusters",
     )
 
     def has_add_permission(self, request) -> bool:

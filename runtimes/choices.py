@@ -58,8 +58,9 @@ POLICY_ORDERINGS: dict[str, tuple[str, ...]] = {
     "-framework": ("-framework", "name"),
     "scheduling_mode": ("scheduling_mode", "name"),
     "-scheduling_mode": ("-scheduling_mode", "name"),
-    "sync_state": ("sync_state", "name"),
-    "-sync_state": ("-sync_state", "name"),
+    # The policy-wide state over its target clusters (annotated by `runtimes.selectors.with_sync_summary`).
+    "sync_state": ("summary_sync_state", "name"),
+    "-sync_state": ("-summary_sync_state", "name"),
     "version": ("version", "name"),
     "-version": ("-version", "name"),
     "created_at": ("created_at", "name"),

@@ -23,7 +23,9 @@ class RuntimeDriftHandler:
     kinds = (CLUSTER_TRAINING_RUNTIME,)
     needs_leader = True
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: str | None = None) -> None:
+        # The name of the cluster whose watch feeds this handler (None: the default cluster).
+        self.cluster = cluster
         self.live: dict[str, dict] = {}
         self.dirty: set[str] = set()
         self.everything = False
@@ -50,12 +52,22 @@ class RuntimeDriftHandler:
             return
         from runtimes.services import sync  # the app registry is ready only after this module is imported
 
+        cluster_id = self._cluster_id()
+        if self.cluster is not None and cluster_id is None:
+            return  # the cluster's row is gone: never check another cluster's policies against this watch
         names = None if self.everything else sorted(self.dirty)
         self.everything, self.dirty = False, set()
-        results, retry = sync.policies_drift_check_observed(live_by_name=self.live, names=names)
+        results, retry = sync.policies_drift_check_observed(live_by_name=self.live, names=names, cluster_id=cluster_id)
         self.dirty.update(retry)
         self.checks += len(results)
         self.drifted += sum(1 for result in results if result.drifted)
+
+    def _cluster_id(self) -> int | None:
+        if self.cluster is None:
+            return None
+        from trainer_portal.cluster.models import Cluster
+
+        return Cluster.objects.filter(name=self.cluster).values_list("pk", flat=True).first()
 
     def close(self) -> None:
         # The hub's dispatch thread ends: its database connection goes with it.
@@ -64,5 +76,5 @@ class RuntimeDriftHandler:
         connections.close_all()
 
     def status(self) -> dict:
-        return {"runtimes": len(self.live), "pending": len(self.dirty), "checks": self.checks,
-                "drifted": self.drifted}
+        return {"cluster": self.cluster or "", "runtimes": len(self.live), "pending": len(self.dirty),
+                "checks": self.checks, "drifted": self.drifted}

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from .choices import ClusterState, RevisionSource, SyncState
-from .domain.status import SyncStatus, sync_status
+from .domain.status import SyncFacts, SyncStatus, SyncSummary, describe_clusters, summarize, sync_status
 
 
 class ManifestField(models.JSONField):
@@ -43,6 +43,35 @@ class ManifestField(models.JSONField):
         return super().from_db_value(value, expression, connection)
 
 
+class RuntimePolicyQuerySet(models.QuerySet):
+    """Policies; `with_clusters` reads the enabled clusters once for every policy it yields (lists show each
+    policy's clusters without a query per policy)."""
+
+    _with_clusters = False
+
+    def with_clusters(self) -> RuntimePolicyQuerySet:
+        """Return this queryset, giving each policy it yields the enabled clusters read in one query."""
+        clone = self._chain()
+        clone._with_clusters = True
+        return clone
+
+    def _clone(self):
+        clone = super()._clone()
+        clone._with_clusters = self._with_clusters
+        return clone
+
+    def _fetch_all(self):
+        primed = self._result_cache is not None
+        super()._fetch_all()
+        if self._with_clusters and not primed and self._result_cache:
+            from trainer_portal.cluster.models import Cluster
+
+            enabled = list(Cluster.objects.filter(enabled=True))
+            for policy in self._result_cache:
+                if isinstance(policy, RuntimePolicy):
+                    policy.__dict__["_enabled_clusters"] = enabled
+
+
 class RuntimePolicy(models.Model):
     """One ClusterTrainingRuntime: the current manifest, facts derived from it, and its cluster-sync status.
 
@@ -66,7 +95,131 @@ class RuntimePolicy(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
-    # Cluster sync: written by the sync services; the field names are part of the contract.
+    # Which clusters the policy is synced to: none chosen = every enabled cluster (decision "Policies per cluster").
+    target_clusters = models.ManyToManyField(
+        "cluster.Cluster", blank=True, related_name="targeted_policies",
+        help_text="The clusters this policy is synced to; empty = every enabled cluster.",
+    )
+
+    objects = RuntimePolicyQuerySet.as_manager()
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "runtime policy"
+        verbose_name_plural = "runtime policies"
+        indexes = [
+            models.Index(fields=["framework"], name="runtimes_policy_framework"),
+            models.Index(fields=["scheduling_mode"], name="runtimes_policy_sched_mode"),
+            models.Index(fields=["-updated_at"], name="runtimes_policy_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def refresh_from_db(self, *args, **kwargs):
+        self.__dict__.pop("_cluster_syncs", None)
+        super().refresh_from_db(*args, **kwargs)
+
+    def cluster_syncs(self) -> list[ClusterSync]:
+        """Return one :class:`ClusterSync` per target cluster (default cluster first), computed once per instance.
+
+        A target cluster the policy was never requested on has no row yet: it stands as a draft there. Uses the
+        prefetched ``syncs`` and ``target_clusters`` when the queryset has them.
+        """
+        cached = self.__dict__.get("_cluster_syncs")
+        if cached is None:
+            from trainer_portal.cluster.models import Cluster
+
+            chosen = list(self.target_clusters.all()) if self.pk else []
+            if chosen:
+                clusters = [c for c in chosen if c.enabled]
+            elif "_enabled_clusters" in self.__dict__:
+                clusters = list(self.__dict__["_enabled_clusters"])
+            else:
+                clusters = list(Cluster.objects.filter(enabled=True))
+            clusters.sort(key=lambda c: (not c.is_default, c.name))
+            rows = {row.cluster_id: row for row in self.syncs.all()} if self.pk else {}
+            cached = [ClusterSync(cluster, rows.get(cluster.pk)) for cluster in clusters]
+            self.__dict__["_cluster_syncs"] = cached
+        return cached
+
+    def _summary(self) -> SyncSummary:
+        return summarize(self.version, [entry.facts() for entry in self.cluster_syncs()])
+
+    # The policy-wide view of its per-cluster sync rows (the fields the policy carried when there was one cluster).
+    # They are read-only summaries; the sync services write `PolicySync` rows.
+    @property
+    def sync_state(self) -> str:
+        return self._summary().state
+
+    @property
+    def sync_requested_revision(self) -> int | None:
+        return self._summary().requested_revision
+
+    @property
+    def applied_revision(self) -> int | None:
+        return self._summary().applied_revision
+
+    @property
+    def applied_resource_version(self) -> str:
+        return self._summary().resource_version
+
+    @property
+    def applied_generation(self) -> int | None:
+        return self._summary().generation
+
+    @property
+    def last_synced_at(self):
+        return self._summary().last_synced_at
+
+    @property
+    def last_sync_error(self) -> str:
+        return self._summary().error
+
+    @property
+    def sync_error_fields(self) -> list:
+        return self._summary().error_fields
+
+    @property
+    def drift_diff(self) -> str:
+        return self._summary().drift_diff
+
+    @property
+    def cluster_state(self) -> str:
+        return self._summary().cluster_state
+
+    def get_cluster_state_display(self) -> str:
+        return str(ClusterState(self.cluster_state).label)
+
+    @property
+    def sync_startup_deadlock_confirmed(self) -> bool:
+        return self._summary().startup_deadlock_confirmed
+
+    @property
+    def sync_status(self) -> SyncStatus:
+        """Return the sync status at a glance: "Synced" only when the current revision is applied on every target
+        cluster."""
+        summary = self._summary()
+        return sync_status(
+            state=summary.state,
+            version=self.version,
+            applied_revision=summary.applied_revision,
+            requested_revision=summary.requested_revision,
+        )
+
+    @property
+    def clusters_summary(self) -> str:
+        """Return e.g. "synced on 2 of 2 clusters" or "out of sync on gpu-west" (policy lists)."""
+        return describe_clusters(self.version, [entry.facts() for entry in self.cluster_syncs()])
+
+
+class PolicySync(models.Model):
+    """The sync state machine of one policy on one cluster (see `runtimes.services.sync`).
+
+    Changed only by compare-and-set updates of the sync services; the field names are part of the contract.
+    """
+
+    policy = models.ForeignKey(RuntimePolicy, on_delete=models.CASCADE, related_name="syncs")
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="policy_syncs")
     sync_state = models.CharField(max_length=16, choices=SyncState, default=SyncState.DRAFT)
     sync_requested_revision = models.PositiveIntegerField(null=True, blank=True)
     applied_revision = models.PositiveIntegerField(null=True, blank=True)
@@ -87,27 +240,42 @@ class RuntimePolicy(models.Model):
     )
 
     class Meta:
-        ordering = ["name"]
-        verbose_name = "runtime policy"
-        verbose_name_plural = "runtime policies"
-        indexes = [
-            models.Index(fields=["framework"], name="runtimes_policy_framework"),
-            models.Index(fields=["scheduling_mode"], name="runtimes_policy_sched_mode"),
-            models.Index(fields=["sync_state"], name="runtimes_policy_sync_state"),
-            models.Index(fields=["-updated_at"], name="runtimes_policy_updated"),
+        ordering = ["policy", "cluster"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "cluster"], name="runtimes_policysync_unique"),
         ]
+        indexes = [models.Index(fields=["sync_state"], name="runtimes_policysync_state")]
 
     def __str__(self) -> str:
-        return self.name
+        return f"{self.policy_id}@{self.cluster_id}"
 
-    @property
-    def sync_status(self) -> SyncStatus:
-        """Return the sync status at a glance: "Synced" only when the applied revision is the current one."""
-        return sync_status(
-            state=self.sync_state,
-            version=self.version,
-            applied_revision=self.applied_revision,
-            requested_revision=self.sync_requested_revision,
+
+class ClusterSync:
+    """One target cluster of a policy with its sync row (None: never requested there, a draft)."""
+
+    def __init__(self, cluster, row: PolicySync | None) -> None:
+        self.cluster = cluster
+        self.row = row
+
+    def facts(self) -> SyncFacts:
+        """Return the row's facts in the pure form `runtimes.domain.status` summarises."""
+        row = self.row
+        if row is None:
+            return SyncFacts(cluster=self.cluster.name, is_default=self.cluster.is_default)
+        return SyncFacts(
+            cluster=self.cluster.name,
+            is_default=self.cluster.is_default,
+            state=row.sync_state,
+            requested_revision=row.sync_requested_revision,
+            applied_revision=row.applied_revision,
+            resource_version=row.applied_resource_version,
+            generation=row.applied_generation,
+            last_synced_at=row.last_synced_at,
+            error=row.last_sync_error,
+            error_fields=row.sync_error_fields or [],
+            drift_diff=row.drift_diff,
+            cluster_state=row.cluster_state,
+            startup_deadlock_confirmed=row.sync_startup_deadlock_confirmed,
         )
 
 

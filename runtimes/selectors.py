@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Value, When
 
-from runtimes.choices import ACTIVE_SYNC_STATES, POLICY_ORDERINGS, SyncState
+from runtimes.choices import ACTIVE_SYNC_STATES, POLICY_ORDERINGS, ClusterState, SyncState
 from runtimes.domain import status
 from runtimes.domain.diff import Change, structural_diff, unified_diff
 from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.status import LIVE_STATES
 from runtimes.errors import PolicyNotFound, RevisionNotFound
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
+from trainer_portal.cluster.models import Cluster
 from trainer_portal.health.selectors import queued_sync_warning
 
 
@@ -33,7 +34,7 @@ def policy_list(
     """
     if ordering not in POLICY_ORDERINGS:
         raise ValueError(f"unknown ordering {ordering!r}; use one of {', '.join(POLICY_ORDERINGS)}")
-    queryset = RuntimePolicy.objects.select_related("created_by", "updated_by")
+    queryset = with_sync_summary(RuntimePolicy.objects.select_related("created_by", "updated_by"))
     if search:
         queryset = queryset.filter(
             Q(name__icontains=search) | Q(framework__icontains=search) | Q(scheduling_summary__icontains=search)
@@ -43,29 +44,86 @@ def policy_list(
     if scheduling_mode:
         queryset = queryset.filter(scheduling_mode=scheduling_mode)
     if sync_state:
-        queryset = queryset.filter(sync_state=sync_state)
+        queryset = queryset.filter(summary_sync_state=sync_state)
     if sync_status:
         queryset = queryset.filter(_sync_status_filter(sync_status))
     if cluster_status:
-        queryset = queryset.filter(cluster_state=cluster_status)
+        queryset = queryset.filter(summary_cluster_state=cluster_status)
     return queryset.order_by(*POLICY_ORDERINGS[ordering])
 
 
+def _target_rows() -> QuerySet[PolicySync]:
+    """The sync rows of the outer policy on its target clusters (chosen ones, or every enabled one)."""
+    return PolicySync.objects.filter(policy=OuterRef("pk"), cluster__enabled=True).filter(
+        Q(policy__target_clusters__isnull=True) | Q(cluster__targeted_policies=OuterRef("pk"))
+    )
+
+
+def _missing_targets() -> QuerySet[Cluster]:
+    """The outer policy's target clusters on which it has no sync row yet (a draft there)."""
+    through = RuntimePolicy.target_clusters.through
+    no_choice = ~Exists(through.objects.filter(runtimepolicy_id=OuterRef(OuterRef("pk"))))
+    return (
+        Cluster.objects.filter(enabled=True)
+        .annotate(all_targets=no_choice)
+        .filter(Q(all_targets=True) | Q(targeted_policies=OuterRef("pk")))
+        .exclude(Exists(PolicySync.objects.filter(policy=OuterRef(OuterRef("pk")), cluster=OuterRef("pk"))))
+    )
+
+
+def with_sync_summary(queryset: QuerySet[RuntimePolicy], *, prefetch: bool = True) -> QuerySet[RuntimePolicy]:
+    """Return ``queryset`` annotated with the policy-wide sync summary as SQL (``summary_sync_state``,
+    ``summary_cluster_state``), the same rule `runtimes.domain.status.summarize` applies in Python, and (unless
+    ``prefetch`` is False, e.g. for ``values()``) with the rows the Python summary reads prefetched."""
+    rows = _target_rows()
+    missing = Exists(_missing_targets())
+
+    def has(**lookup):
+        return Exists(rows.filter(**lookup))
+
+    state = Case(
+        When(has(sync_state=SyncState.FAILED), then=Value(SyncState.FAILED.value)),
+        When(has(sync_state=SyncState.SYNCING), then=Value(SyncState.SYNCING.value)),
+        When(has(sync_state=SyncState.QUEUED), then=Value(SyncState.QUEUED.value)),
+        When(has(sync_state=SyncState.DRAFT), then=Value(SyncState.DRAFT.value)),
+        When(missing, then=Value(SyncState.DRAFT.value)),
+        When(has(sync_state=SyncState.DRIFTED), then=Value(SyncState.DRIFTED.value)),
+        When(has(sync_state=SyncState.SYNCED), then=Value(SyncState.SYNCED.value)),
+        default=Value(SyncState.DRAFT.value),
+    )
+    cluster_state = Case(
+        When(has(cluster_state=ClusterState.MISSING), then=Value(ClusterState.MISSING.value)),
+        When(has(cluster_state=ClusterState.DRIFTED), then=Value(ClusterState.DRIFTED.value)),
+        When(has(cluster_state=ClusterState.NOT_APPLIED), then=Value(ClusterState.NOT_APPLIED.value)),
+        When(missing, then=Value(ClusterState.NOT_APPLIED.value)),
+        When(has(cluster_state=ClusterState.MATCHES), then=Value(ClusterState.MATCHES.value)),
+        default=Value(ClusterState.NOT_APPLIED.value),
+    )
+    annotated = queryset.annotate(
+        summary_sync_state=state,
+        summary_cluster_state=cluster_state,
+        summary_unapplied=has(applied_revision__isnull=True) | missing,
+        summary_behind=Exists(rows.exclude(applied_revision=OuterRef("version"))) | missing,
+    )
+    return annotated if not prefetch else annotated.prefetch_related("syncs", "target_clusters").with_clusters()
+
+
 def _sync_status_filter(code: str) -> Q:
-    """Return the rows whose `RuntimePolicy.sync_status` has `code` (the same rule, as a query)."""
-    live = Q(sync_state__in=LIVE_STATES, applied_revision__isnull=False)
+    """Return the rows whose `RuntimePolicy.sync_status` has `code` (the same rule, as a query over the
+    annotations of `with_sync_summary`)."""
+    live = Q(summary_sync_state__in=LIVE_STATES, summary_unapplied=False)
     if code == status.SYNCED:
-        return live & Q(applied_revision=F("version"))
+        return live & Q(summary_behind=False)
     if code == status.OUT_OF_SYNC:
-        return live & ~Q(applied_revision=F("version"))
+        return live & Q(summary_behind=True)
     if code == status.DRAFT:
-        return ~Q(sync_state__in=[status.QUEUED, status.SYNCING, status.FAILED]) & ~live
-    return Q(sync_state=code)
+        return ~Q(summary_sync_state__in=[status.QUEUED, status.SYNCING, status.FAILED]) & ~live
+    return Q(summary_sync_state=code)
 
 
 def policy_get(*, name: str) -> RuntimePolicy:
-    """Return the policy named `name` with creator and last editor joined, and `sync_warning` set (see
-    `policy_sync_warning`). Raises PolicyNotFound.
+    """Return the policy named `name` with creator and last editor joined, `sync_warning` set (see
+    `policy_sync_warning`) and `cluster_rows` (see `policy_cluster_rows`). Raises PolicyNotFound.
 
     A name no policy can have (not a DNS-1123 subdomain: a NUL, a "/", 300 characters) is not looked up;
     PostgreSQL refuses a NUL in a query outright.
@@ -73,11 +131,44 @@ def policy_get(*, name: str) -> RuntimePolicy:
     if not is_dns1123_subdomain(name):
         raise PolicyNotFound(name)
     try:
-        policy = RuntimePolicy.objects.select_related("created_by", "updated_by").get(name=name)
+        policy = with_sync_summary(RuntimePolicy.objects.select_related("created_by", "updated_by")).get(name=name)
     except RuntimePolicy.DoesNotExist:
         raise PolicyNotFound(name)
     policy.sync_warning = policy_sync_warning(policy=policy)
+    policy.cluster_rows = policy_cluster_rows(policy=policy)
     return policy
+
+
+def policy_cluster_rows(*, policy: RuntimePolicy) -> list[dict[str, Any]]:
+    """Return one dict per target cluster of ``policy`` (default first): ``{cluster, display_name, is_default,
+    state, status, label, applied_revision, requested_revision, cluster_state, cluster_state_label, drifted,
+    drift_diff, error, error_fields, last_synced_at, resource_version, generation, startup_deadlock_confirmed}``
+    (a cluster it never reached is a draft there)."""
+    rows = []
+    for entry in policy.cluster_syncs():
+        facts = entry.facts()
+        code = status.cluster_status(policy.version, facts)
+        rows.append({
+            "cluster": entry.cluster.name,
+            "display_name": str(entry.cluster),
+            "is_default": entry.cluster.is_default,
+            "state": facts.state,
+            "status": code.code,
+            "label": code.label,
+            "applied_revision": facts.applied_revision,
+            "requested_revision": facts.requested_revision,
+            "cluster_state": facts.cluster_state,
+            "cluster_state_label": str(ClusterState(facts.cluster_state).label),
+            "drifted": facts.state == SyncState.DRIFTED,
+            "drift_diff": facts.drift_diff,
+            "error": facts.error,
+            "error_fields": list(facts.error_fields),
+            "last_synced_at": facts.last_synced_at,
+            "resource_version": facts.resource_version,
+            "generation": facts.generation,
+            "startup_deadlock_confirmed": facts.startup_deadlock_confirmed,
+        })
+    return rows
 
 
 def policy_sync_warning(*, policy: RuntimePolicy) -> str:
@@ -126,16 +217,23 @@ def revision_diff(*, policy: RuntimePolicy, from_number: int, to_number: int) ->
 
 
 def sync_state_counts() -> dict[str, int]:
-    """Return ``{sync state: number of policies}`` for every state (0 included), in the states' order."""
+    """Return ``{sync state: number of policies}`` (policy-wide states, see `with_sync_summary`) for every state
+    (0 included), in the states' order."""
     counts = dict.fromkeys(SyncState.values, 0)
-    for state in RuntimePolicy.objects.values_list("sync_state", flat=True):
+    for state in with_sync_summary(RuntimePolicy.objects.all(), prefetch=False).values_list(
+        "summary_sync_state", flat=True
+    ):
         counts[state] = counts.get(state, 0) + 1
     return counts
 
 
 def policies_needing_attention(*, limit: int = 50) -> QuerySet[RuntimePolicy]:
-    """Return the failed or drifted policies by name (at most ``limit``)."""
-    return RuntimePolicy.objects.filter(sync_state__in=[SyncState.FAILED, SyncState.DRIFTED]).order_by("name")[:limit]
+    """Return the policies failed or drifted (policy-wide, see `with_sync_summary`) by name (at most ``limit``)."""
+    return (
+        with_sync_summary(RuntimePolicy.objects.all())
+        .filter(summary_sync_state__in=[SyncState.FAILED, SyncState.DRIFTED])
+        .order_by("name")[:limit]
+    )
 
 
 DEADLOCK_CODE_PREFIX = "deadlock."
@@ -150,9 +248,11 @@ def policies_bulk_apply_plan() -> list[dict[str, Any]]:
     the current revision's deadlock warnings (from the validator, stored with the revision).
     """
     plan = []
-    rows = RuntimePolicy.objects.order_by("name").values(
-        "name", "version", "applied_revision", "sync_state", "warnings"
-    )
+    rows = [
+        {"name": p.name, "version": p.version, "applied_revision": p.applied_revision, "sync_state": p.sync_state,
+         "warnings": p.warnings, "clusters": p.clusters_summary}
+        for p in with_sync_summary(RuntimePolicy.objects.order_by("name"))
+    ]
     for row in rows:
         applied = row["applied_revision"]
         change = "create" if not applied else "update" if applied != row["version"] else "reapply"
@@ -172,6 +272,7 @@ def policies_bulk_apply_plan() -> list[dict[str, Any]]:
                 "draft": row["sync_state"] == SyncState.DRAFT,
                 "up_to_date": change == "reapply" and row["sync_state"] == SyncState.SYNCED,
                 "deadlocks": deadlocks,
+                "clusters": row["clusters"],
             }
         )
     return plan

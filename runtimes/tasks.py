@@ -34,35 +34,46 @@ def _retry_countdown(retries: int) -> float:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=SYNC_MAX_RETRIES, name="runtimes.tasks.policy_sync_task")
-def policy_sync_task(self, policy_id: int, revision: int, force: bool = False) -> str:
-    """Sync revision ``revision`` of policy ``policy_id`` to the cluster; return the outcome name."""
+def policy_sync_task(
+    self, policy_id: int, revision: int, force: bool = False, cluster_id: int | None = None
+) -> str:
+    """Sync revision ``revision`` of policy ``policy_id`` to cluster ``cluster_id`` (None, as in messages queued
+    before clusters existed: the default cluster); return the outcome name."""
     from runtimes.services.sync import policy_sync, policy_sync_give_up
 
     try:
-        result = policy_sync(policy_id=policy_id, revision=revision, force=force)
+        result = policy_sync(policy_id=policy_id, revision=revision, force=force, cluster_id=cluster_id)
     except KubeError as exc:
         if exc.permanent:  # the service records permanent errors itself; this is a bug guard
             raise
         if self.request.retries >= self.max_retries:
-            policy_sync_give_up(policy_id=policy_id, revision=revision, error=exc.message)
+            policy_sync_give_up(policy_id=policy_id, revision=revision, error=exc.message, cluster_id=cluster_id)
             return "failed"
         countdown = max(_retry_countdown(self.request.retries), getattr(exc, "retry_after", None) or 0)
-        logger.info("sync of policy %s rev %s: %s; retry in %.1fs", policy_id, revision, exc.message, countdown)
+        logger.info("sync of policy %s rev %s on cluster %s: %s; retry in %.1fs", policy_id, revision, cluster_id,
+                    exc.message, countdown)
         raise self.retry(countdown=countdown) from None
     if result.requeue:
-        _requeue_current(policy_id)
+        _requeue_current(policy_id, result.cluster_id)
     return result.outcome
 
 
-def _requeue_current(policy_id: int) -> None:
+def _requeue_current(policy_id: int, cluster_id: int | None) -> None:
     from runtimes.services.sync import policy_requeue_current
 
-    policy_requeue_current(policy_id=policy_id)
+    policy_requeue_current(policy_id=policy_id, cluster_id=cluster_id)
+
+
+def _item(item: list) -> tuple[int, int, int | None]:
+    """Return (policy id, revision, cluster id) of a bulk item; items queued before clusters existed have no
+    cluster (the default one)."""
+    return int(item[0]), int(item[1]), (int(item[2]) if len(item) > 2 and item[2] is not None else None)
 
 
 @shared_task(acks_late=True, name="runtimes.tasks.policies_bulk_sync_task")
 def policies_bulk_sync_task(items: list[list[int]]) -> int:
-    """Fan ``[policy_id, revision]`` pairs out in chunks of ``BULK_CHUNK_SIZE``; return the number of chunks.
+    """Fan ``[policy_id, revision, cluster_id]`` items out in chunks of ``BULK_CHUNK_SIZE``; return the number of
+    chunks.
 
     Re-running it (redelivery) enqueues duplicates, which are harmless: the second run of a pair finds it done.
     """
@@ -82,17 +93,18 @@ def policies_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
     from runtimes.services.sync import policy_sync
 
     counts: dict[str, int] = {}
-    for policy_id, revision in items:
+    for item in items:
+        policy_id, revision, cluster_id = _item(item)
         try:
-            result = policy_sync(policy_id=int(policy_id), revision=int(revision))
+            result = policy_sync(policy_id=policy_id, revision=revision, cluster_id=cluster_id)
         except KubeError as exc:
             if exc.permanent:
                 raise
-            policy_sync_task.apply_async((int(policy_id), int(revision)), countdown=_retry_countdown(0))
+            policy_sync_task.apply_async((policy_id, revision, False, cluster_id), countdown=_retry_countdown(0))
             outcome = "retrying"
         else:
             if result.requeue:
-                _requeue_current(int(policy_id))
+                _requeue_current(policy_id, result.cluster_id)
             outcome = result.outcome
         counts[outcome] = counts.get(outcome, 0) + 1
     return counts
@@ -100,12 +112,12 @@ def policies_sync_chunk_task(items: list[list[int]]) -> dict[str, int]:
 
 @shared_task(acks_late=True, name="runtimes.tasks.policies_requeue_unfinished_task")
 def policies_requeue_unfinished_task() -> int:
-    """Re-enqueue policies left queued/syncing (lost messages, killed workers); return how many."""
+    """Re-enqueue (policy, cluster) syncs left queued/syncing (lost messages, killed workers); return how many."""
     from runtimes.services.sync import policies_unfinished
 
     items = policies_unfinished()
-    for policy_id, revision in items:
-        policy_sync_task.delay(policy_id, revision)
+    for policy_id, revision, cluster_id in items:
+        policy_sync_task.delay(policy_id, revision, False, cluster_id)
     if items:
         logger.info("re-enqueued %d unfinished syncs", len(items))
     return len(items)
@@ -115,11 +127,12 @@ def policies_requeue_unfinished_task() -> int:
     bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.policies_drift_check_task", ignore_result=True
 )
 def policies_drift_check_task(self) -> int:
-    """Compare every synced policy with the cluster (beat); return the number of drifted policies."""
-    from runtimes.services.sync import policies_drift_check_all
+    """Compare every synced policy with every enabled cluster (beat); return the number of drifted (policy, cluster)
+    pairs."""
+    from runtimes.services.sync import policies_drift_check_every_cluster
 
     try:
-        return len(policies_drift_check_all())
+        return len(policies_drift_check_every_cluster())
     except KubeError as exc:
         if exc.permanent or self.request.retries >= self.max_retries:
             logger.warning("drift check failed: %s", exc.message)
@@ -128,12 +141,13 @@ def policies_drift_check_task(self) -> int:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=3, name="runtimes.tasks.policy_drift_check_task")
-def policy_drift_check_task(self, policy_id: int) -> bool:
-    """Check one policy for drift (on demand); return True when it drifted."""
+def policy_drift_check_task(self, policy_id: int, cluster_id: int | None = None) -> bool:
+    """Check one policy for drift on cluster ``cluster_id`` (None: the default cluster); return True when it
+    drifted."""
     from runtimes.services.sync import policy_drift_check
 
     try:
-        result = policy_drift_check(policy_id=policy_id)
+        result = policy_drift_check(policy_id=policy_id, cluster_id=cluster_id)
     except KubeError as exc:
         if exc.permanent or self.request.retries >= self.max_retries:
             return False

@@ -24,6 +24,7 @@ urlpatterns = [
     path("runtimes/<str:name>/diff/", policies.RevisionDiffApi.as_view(), name="api-runtime-diff"),
     path("runtimes/<str:name>/rollback/", policies.PolicyRollbackApi.as_view(), name="api-runtime-rollback"),
     path("runtimes/<str:name>/sync/", sync.RuntimeSyncApi.as_view(), name="api-runtime-sync"),
+    path("runtimes/<str:name>/clusters/", sync.RuntimeTargetClustersApi.as_view(), name="api-runtime-clusters"),
     path("runtimes/<str:name>/sync/impact/", sync.RuntimeSyncImpactApi.as_view(), name="api-runtime-sync-impact"),
     path("runtimes/<str:name>/drift/check/", sync.DriftCheckApi.as_view(), name="api-runtime-drift-check"),
     path("runtimes/<str:name>/drift/resolve/", sync.DriftResolveApi.as_view(), name="api-runtime-drift-resolve"),

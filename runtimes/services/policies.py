@@ -33,7 +33,8 @@ from runtimes.errors import (
     RevisionNotFound,
     StaleVersion,
 )
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
+from runtimes.services.clusters import enabled_clusters
 from trainer_portal.cluster import selectors as cluster_selectors
 
 MAX_MESSAGE_LENGTH = 500
@@ -472,6 +473,10 @@ def _create(*, manifest: dict, report: ValidationReport, author: Any, message: s
             )
     except IntegrityError:
         raise PolicyNameTaken(name)
+    # A new policy is a draft on every enabled cluster (its targets until someone narrows them).
+    PolicySync.objects.bulk_create(
+        [PolicySync(policy=policy, cluster=cluster) for cluster in enabled_clusters()]
+    )
     _add_revision(policy=policy, number=1, manifest=manifest, author=author, message=message, source=source)
     return policy
 

@@ -13,12 +13,16 @@ from typing import Any
 from runtimes.domain.diff import structural_diff, unified_diff
 from runtimes.domain.drift import comparable, desired_object, foreign_fields
 from runtimes.models import RuntimePolicy
+from runtimes.services.clusters import gateway_for_cluster
 from trainer_portal import kube
-from trainer_portal.kube.client import get_gateway
+from trainer_portal.cluster.models import Cluster
 
 
-def policy_force_reapply_preview(*, policy: RuntimePolicy, gateway: kube.Gateway | None = None) -> dict[str, Any]:
-    """Return what a forced re-apply of ``policy``'s current revision would change on the cluster.
+def policy_force_reapply_preview(
+    *, policy: RuntimePolicy, gateway: kube.Gateway | None = None, cluster: Cluster | None = None
+) -> dict[str, Any]:
+    """Return what a forced re-apply of ``policy``'s current revision would change on ``cluster`` (None: the
+    default cluster).
 
     ``{revision, missing, changes: [{path, op, live, ours}], diff, managers, conflicts: [{manager, path}],
     removed: [{manager, path}], error}``: ``changes`` and ``diff`` go from the live object to the object the
@@ -39,7 +43,7 @@ def policy_force_reapply_preview(*, policy: RuntimePolicy, gateway: kube.Gateway
     }
     desired = desired_object(policy.manifest, revision=policy.version)
     try:
-        gateway = gateway or get_gateway()
+        gateway = gateway or gateway_for_cluster(cluster)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         live = gateway.get(resource, name=policy.name)
         conflicts: list[dict[str, str]] = []

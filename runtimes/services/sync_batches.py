@@ -1,7 +1,8 @@
 """Bulk sync batches: what one bulk sync asked for, and its progress derived from the policies' rows.
 
-A batch row only remembers the ``(policy id, revision)`` pairs; whether each is done is read from the policy row
-the sync service writes, so progress is the same from every web process and survives restarts.
+A batch row only remembers the ``(policy id, revision, cluster id)`` items; whether each is done is read from the
+(policy, cluster) sync row the sync service writes, so progress is the same from every web process and survives
+restarts.
 """
 
 from __future__ import annotations
@@ -14,17 +15,17 @@ from django.utils import timezone
 
 from runtimes.choices import LIVE_SYNC_STATES, SyncState
 from runtimes.errors import SyncBatchNotFound
-from runtimes.models import RuntimePolicy, SyncBatch
+from runtimes.models import PolicySync, SyncBatch
 
 # Batches are only read while someone follows their progress; older ones are removed when a new one is created.
 SYNC_BATCH_RETENTION = timedelta(days=7)
 
 
-def sync_batch_create(*, items: list[tuple[int, int]], actor: Any = None) -> SyncBatch:
-    """Record a bulk sync of ``items`` (policy id, revision) and return the new `SyncBatch`."""
+def sync_batch_create(*, items: list[tuple[int, int, int]], actor: Any = None) -> SyncBatch:
+    """Record a bulk sync of ``items`` (policy id, revision, cluster id) and return the new `SyncBatch`."""
     SyncBatch.objects.filter(created_at__lt=timezone.now() - SYNC_BATCH_RETENTION).delete()
     user = actor if getattr(actor, "is_authenticated", False) else None
-    return SyncBatch.objects.create(items=[[policy_id, revision] for policy_id, revision in items], actor=user)
+    return SyncBatch.objects.create(items=[list(item) for item in items], actor=user)
 
 
 def _batch(batch_id: str) -> SyncBatch:
@@ -39,19 +40,32 @@ def _batch(batch_id: str) -> SyncBatch:
 
 
 def sync_batch_progress(*, batch_id: str) -> dict:
-    """Return ``{id, created_at, total, done, succeeded, failed: [{name, error}], pending, finished, items}``.
+    """Return ``{id, created_at, total, done, succeeded, failed: [{name, cluster, error}], pending, finished, items}``.
 
-    ``items`` are ``{name, revision, status, state, error, error_fields}`` by name; status is succeeded, failed
-    or pending, and a failed item carries the cluster's message and field causes.
+    ``items`` are ``{name, cluster, revision, status, state, error, error_fields}`` by name and cluster; status is
+    succeeded, failed or pending, and a failed item carries the cluster's message and field causes. Items of
+    batches recorded before clusters existed are on the default cluster.
 
     An item is done when its revision (or a newer one) is applied, when it failed permanently, or when a newer
     revision was requested since (the newer request carries on). Raises SyncBatchNotFound for an unknown id.
     """
+    from runtimes.services.clusters import default_cluster
+
     batch = _batch(batch_id)
-    wanted = {int(pid): int(rev) for pid, rev in batch.items}
-    rows = RuntimePolicy.objects.filter(pk__in=wanted).values(
-        "pk",
-        "name",
+    default_id = None
+    wanted: dict[tuple[int, int], int] = {}
+    for item in batch.items:
+        cluster_id = item[2] if len(item) > 2 and item[2] is not None else None
+        if cluster_id is None:
+            default_id = default_id or default_cluster().pk
+            cluster_id = default_id
+        wanted[(int(item[0]), int(cluster_id))] = int(item[1])
+    policy_ids = {policy_id for policy_id, _ in wanted}
+    rows = PolicySync.objects.filter(policy_id__in=policy_ids, cluster_id__in={c for _, c in wanted}).values(
+        "policy_id",
+        "cluster_id",
+        "policy__name",
+        "cluster__name",
         "sync_state",
         "sync_requested_revision",
         "applied_revision",
@@ -62,16 +76,20 @@ def sync_batch_progress(*, batch_id: str) -> dict:
     succeeded = failed = 0
     failures = []
     for row in rows:
-        revision = wanted[row["pk"]]
+        revision = wanted.get((row["policy_id"], row["cluster_id"]))
+        if revision is None:
+            continue
         status = _item_status(row, revision)
         if status == "succeeded":
             succeeded += 1
         elif status == "failed":
             failed += 1
-            failures.append({"name": row["name"], "error": row["last_sync_error"]})
+            failures.append({"name": row["policy__name"], "cluster": row["cluster__name"],
+                             "error": row["last_sync_error"]})
         items.append(
             {
-                "name": row["name"],
+                "name": row["policy__name"],
+                "cluster": row["cluster__name"],
                 "revision": revision,
                 "status": status,
                 "state": row["sync_state"],
@@ -88,10 +106,10 @@ def sync_batch_progress(*, batch_id: str) -> dict:
         "total": total,
         "done": done,
         "succeeded": succeeded,
-        "failed": failures,
+        "failed": sorted(failures, key=lambda item: (item["name"], item["cluster"])),
         "pending": total - done,
         "finished": done >= total,
-        "items": sorted(items, key=lambda item: item["name"]),
+        "items": sorted(items, key=lambda item: (item["name"], item["cluster"])),
     }
 
 

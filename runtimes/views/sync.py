@@ -17,6 +17,7 @@ from django.views import View
 from runtimes import selectors
 from runtimes.domain.constants import MAX_NUM_NODES
 from runtimes.errors import PolicyError, SyncBatchNotFound
+from runtimes.services import clusters as cluster_services
 from runtimes.services import reapply, sync, sync_batches
 from runtimes.views.policies import policy_or_404
 from trainer_portal.kube.errors import KubeError
@@ -150,37 +151,61 @@ class SyncRequestView(PlatformAdminRequiredMixin, View):
         return redirect(safe_next(request) or reverse("runtimes:drift", args=[policy.name]))
 
 
+def cluster_or_404(request):
+    """Return the enabled cluster named by ``?cluster=`` (or the posted ``cluster``), None when none is named;
+    raise Http404 for a name no enabled cluster has."""
+    name = (request.POST.get("cluster") if request.method == "POST" else None) or request.GET.get("cluster")
+    if not name:
+        return None
+    try:
+        return cluster_services.clusters_named([name])[0]
+    except PolicyError:
+        raise Http404("No enabled cluster with this name.") from None
+
+
 class DriftView(PlatformAdminForWritesMixin, View):
     """GET: side-by-side ours vs live with the changes; POST (admin): ``action=check|reapply|adopt``."""
 
     def get(self, request, name: str):
         # Shows what the last apply or check recorded; reading the live object is the only cluster call.
         policy = policy_or_404(name)
-        return render(request, "cluster/drift.html", {"policy": policy, **sync.policy_drift_view_data(policy=policy)})
+        cluster = cluster_or_404(request)
+        data = sync.policy_drift_view_data(policy=policy, cluster=cluster)
+        return render(request, "cluster/drift.html", {"policy": policy, **data})
 
     def post(self, request, name: str):
         policy = policy_or_404(name)
+        cluster = cluster_or_404(request)
         action = request.POST.get("action", "")
         try:
             if action == "check":
-                return self._check(request, policy)
-            if sync.policy_drift_resolve(policy=policy, action=action, actor=request.user) is not None:
+                return self._check(request, policy, cluster)
+            names = [cluster.name] if cluster else None
+            if sync.policy_drift_resolve(policy=policy, action=action, actor=request.user, clusters=names) is not None:
                 messages.success(request, "Re-applying the portal's revision with force.")
             else:
                 messages.success(request, "The live object was adopted as a new revision.")
         except (PolicyError, KubeError) as exc:
             messages.error(request, exc.message)
-        return redirect("runtimes:drift", name=policy.name)
+        return redirect(_drift_url(policy, cluster))
 
-    def _check(self, request, policy):
-        """Run a drift check and show its result: the change list and the unified diff come from the same check."""
-        result = sync.policy_drift_check(policy_id=policy.pk)
-        if result is None:
+    def _check(self, request, policy, cluster):
+        """Run a drift check (on the cluster named, else on every target cluster) and show its result for the
+        named cluster, else the first drifted one: the change list and the diff come from the same check."""
+        found = sync.policy_drift_check_clusters(policy=policy, clusters=[cluster.name] if cluster else None)
+        checked = [(c, result) for c, result in found if result is not None]
+        if not checked:
             messages.info(request, "Only applied policies can be checked; apply it first.")
-            return redirect("runtimes:drift", name=policy.name)
-        policy.refresh_from_db()
-        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy), "result": result}
+            return redirect(_drift_url(policy, cluster))
+        shown, result = next(((c, r) for c, r in checked if r.drifted), checked[0])
+        policy = policy_or_404(policy.name)
+        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy, cluster=shown), "result": result}
         return render(request, "cluster/drift.html", context)
+
+
+def _drift_url(policy, cluster) -> str:
+    url = reverse("runtimes:drift", args=[policy.name])
+    return f"{url}?cluster={cluster.name}" if cluster else url
 
 
 class DriftReapplyView(PlatformAdminRequiredMixin, View):
@@ -191,8 +216,10 @@ class DriftReapplyView(PlatformAdminRequiredMixin, View):
 
     def get(self, request, name: str):
         policy = policy_or_404(name)
-        preview = reapply.policy_force_reapply_preview(policy=policy)
-        return render(request, "cluster/reapply_confirm.html", {"policy": policy, "preview": preview})
+        cluster = cluster_or_404(request)
+        preview = reapply.policy_force_reapply_preview(policy=policy, cluster=cluster)
+        context = {"policy": policy, "preview": preview, "cluster": cluster}
+        return render(request, "cluster/reapply_confirm.html", context)
 
 
 class ClusterDeleteView(PlatformAdminRequiredMixin, View):

@@ -8,7 +8,7 @@ import pytest
 
 from runtimes.choices import SyncState
 from runtimes.domain.manifest import new_runtime
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync
 from runtimes.services.policies import policy_create
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_the_cluster_page_names_a_missing_permission_and_how_to_grant_it(cluster
 def test_the_sync_overview_panel_of_the_policy_app_shows_on_the_cluster_page(cluster, client, alice):
     policy = policy_create(manifest=new_runtime("panel-failed", num_nodes=1, image="busybox"), author=alice,
                            message="test")
-    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.FAILED, last_sync_error="boom: refused")
+    PolicySync.objects.filter(policy=policy).update(sync_state=SyncState.FAILED, last_sync_error="boom: refused")
     client.force_login(alice)
     page = client.get("/cluster/?job=0123").content.decode()
     assert "Policies by sync state" in page and "Needs attention" in page

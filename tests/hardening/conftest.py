@@ -34,11 +34,12 @@ def admin_html(alice):
 
 def stored_digest() -> str:
     """Return a digest of everything a request could change: policies (sync fields too) and revisions."""
-    from runtimes.models import PolicyRevision, RuntimePolicy
+    from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
 
-    policies = list(
-        RuntimePolicy.objects.order_by("name").values_list(
-            "name", "version", "sync_state", "applied_revision", "sync_requested_revision", "drift_diff", "manifest"
+    policies = list(RuntimePolicy.objects.order_by("name").values_list("name", "version", "manifest"))
+    syncs = list(
+        PolicySync.objects.order_by("policy__name", "cluster__name").values_list(
+            "policy__name", "cluster__name", "sync_state", "applied_revision", "sync_requested_revision", "drift_diff"
         )
     )
     revisions = list(
@@ -46,4 +47,4 @@ def stored_digest() -> str:
             "policy__name", "number", "message", "manifest"
         )
     )
-    return hashlib.sha256(json.dumps([policies, revisions], default=str, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([policies, syncs, revisions], default=str, sort_keys=True).encode()).hexdigest()

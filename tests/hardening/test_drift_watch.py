@@ -11,7 +11,7 @@ import pytest
 from runtimes.choices import ClusterState, RevisionSource
 from runtimes.domain.manifest import new_runtime
 from runtimes.handlers import RuntimeDriftHandler
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import policies, sync
 from trainer_portal import kube
 from trainer_portal.cluster import informers
@@ -31,7 +31,7 @@ def wait_until(predicate, timeout: float = 15.0):
 
 
 def cluster_state(name: str) -> str:
-    return RuntimePolicy.objects.filter(name=name).values_list("cluster_state", flat=True).first()
+    return PolicySync.objects.filter(policy__name=name).values_list("cluster_state", flat=True).first()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from runtimes.choices import RevisionSource
 from runtimes.domain.manifest import new_runtime
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
 from runtimes.services import policies as services
 from tests.hardening.conftest import stored_digest
 from trainer_portal import kube
@@ -197,7 +197,7 @@ def test_the_portals_revision_annotation_is_never_drift(cluster, eager, api, ali
     other.apply(ctr, body=manifest("found"))  # created outside the portal: no revision annotation
     assert api.post("/api/v1/cluster/adopt/").json()["created"] == ["found"]
     # Forget the resourceVersion shortcut, so the check compares the objects themselves.
-    RuntimePolicy.objects.filter(name="found").update(applied_resource_version="")
+    PolicySync.objects.filter(policy__name="found").update(applied_resource_version="")
 
     body = api.post("/api/v1/runtimes/found/drift/check/").json()
 
@@ -207,7 +207,7 @@ def test_the_portals_revision_annotation_is_never_drift(cluster, eager, api, ali
 
 def test_adopt_and_drift_agree_on_crd_defaults(cluster, eager, api, alice, django_capture_on_commit_callbacks):
     synced_policy(api, alice, django_capture_on_commit_callbacks)
-    RuntimePolicy.objects.filter(name="calm").update(applied_resource_version="")
+    PolicySync.objects.filter(policy__name="calm").update(applied_resource_version="")
     assert api.post("/api/v1/runtimes/calm/drift/check/").json()["drifted"] is False
 
     result = api.post("/api/v1/cluster/adopt/").json()

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from runtimes.choices import SyncState
 from runtimes.domain.manifest import new_runtime
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync
 from runtimes.selectors import policy_get
 from runtimes.services.policies import policy_create
 from trainer_portal.health.models import Process
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(alice):
     policy = policy_create(manifest=new_runtime("stuck"), author=alice, message="first")
-    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.QUEUED, sync_requested_revision=1)
+    PolicySync.objects.filter(policy=policy).update(sync_state=SyncState.QUEUED, sync_requested_revision=1)
     return policy
 
 

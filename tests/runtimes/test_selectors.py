@@ -6,7 +6,7 @@ import pytest
 
 from runtimes import selectors
 from runtimes.errors import PolicyNotFound, RevisionNotFound
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import policies as policy_services
 from tests.runtimes.test_services import fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
@@ -15,7 +15,8 @@ from tests.runtimes.test_services import fast_password_hashing, level1, runtime 
 def policies(alice):
     for manifest in (runtime("alpha"), level1("beta"), runtime("gamma")):
         policy_services.policy_create(manifest=manifest, author=alice, source="api")
-    RuntimePolicy.objects.filter(name="gamma").update(sync_state="synced", framework="mpi")
+    RuntimePolicy.objects.filter(name="gamma").update(framework="mpi")
+    PolicySync.objects.filter(policy__name="gamma").update(sync_state="synced")
 
 
 @pytest.mark.parametrize(
@@ -37,10 +38,11 @@ def test_policy_list_filters_and_orders(db, policies, filters, expected):
 
 
 def test_policy_list_joins_the_users(db, policies, django_assert_num_queries):
-    with django_assert_num_queries(1):
-        names = [(p.created_by.username, p.updated_by.username) for p in selectors.policy_list()]
+    # One query for the policies with their users, one each for their sync rows, chosen and enabled clusters.
+    with django_assert_num_queries(4):
+        names = [(p.created_by.username, p.updated_by.username, p.sync_state) for p in selectors.policy_list()]
 
-    assert names == [("alice", "alice")] * 3
+    assert names == [("alice", "alice", "draft"), ("alice", "alice", "draft"), ("alice", "alice", "synced")]
 
 
 def test_policy_list_refuses_an_unknown_ordering(db):

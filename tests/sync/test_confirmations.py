@@ -10,7 +10,7 @@ import pytest
 
 from runtimes.choices import SyncState
 from runtimes.domain.constants import ANCESTOR_LABEL
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import sync
 from runtimes.services.policies import policy_create
 from trainer_portal.kube.client import build_gateway
@@ -106,7 +106,7 @@ def test_an_empty_choice_is_refused_not_read_as_all(three_policies, client, alic
     response = client.post(CONFIRM, {"confirmed": "1"}, follow=True)
     assert response.redirect_chain == [("/cluster/sync/", 302)]
     assert "choose at least one policy" in response.content.decode()
-    assert not RuntimePolicy.objects.exclude(sync_state__in=[SyncState.DRAFT, SyncState.SYNCED]).exists()
+    assert not PolicySync.objects.exclude(sync_state__in=[SyncState.DRAFT, SyncState.SYNCED]).exists()
 
 
 def test_a_viewer_sees_no_confirmation(client, bob):

@@ -6,7 +6,7 @@ import pytest
 
 from runtimes.choices import RevisionSource, SyncState
 from runtimes.domain.drift import REVISION_ANNOTATION
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
 from runtimes.services import sync
 from trainer_portal import kube
 from trainer_portal.kube.client import build_gateway
@@ -87,7 +87,7 @@ def test_the_periodic_check_lists_once_and_flags_only_drifted(cluster, ctr, othe
     drifted = sync.policies_drift_check_all()
 
     assert [result.name for result in drifted] == ["p-edited"]
-    states = dict(RuntimePolicy.objects.values_list("name", "sync_state"))
+    states = dict(PolicySync.objects.values_list("policy__name", "sync_state"))
     assert states == {"p-calm": SyncState.SYNCED, "p-edited": SyncState.DRIFTED}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtimes.choices import SyncState
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import sync
 from trainer_portal import kube
 from trainer_portal.kube.client import build_gateway
@@ -68,7 +68,7 @@ def test_the_drift_page_shows_both_sides_and_resolves(cluster, ctr, client, alic
 
 def test_the_sync_panel_lists_server_errors_by_field(client, bob, make_policy):
     policy = make_policy("page-err")
-    RuntimePolicy.objects.filter(pk=policy.pk).update(
+    PolicySync.objects.filter(policy=policy).update(
         sync_state=SyncState.FAILED, last_sync_error="is invalid",
         sync_error_fields=[{"path": "spec.mlPolicy.numNodes", "message": "must be an integer", "reason": "Invalid"}],
     )

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from runtimes.choices import SyncState
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,7 +76,7 @@ def test_a_bulk_sync_that_cannot_be_queued_marks_every_row_failed(broken_broker,
     response = as_alice.post("/api/v1/runtimes/sync/", {"names": ["bulk-x", "bulk-y"]}, format="json")
 
     assert response.status_code == 503
-    states = dict(RuntimePolicy.objects.values_list("name", "sync_state"))
+    states = dict(PolicySync.objects.values_list("policy__name", "sync_state"))
     assert states == {"bulk-x": SyncState.FAILED, "bulk-y": SyncState.FAILED, "left-alone": SyncState.DRAFT}
 
 

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from runtimes.choices import SyncState
 from runtimes.domain.drift import REVISION_ANNOTATION
-from runtimes.models import PolicyRevision, RuntimePolicy, SyncBatch
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy, SyncBatch
 from runtimes.services import sync, sync_batches
+from runtimes.services.clusters import default_cluster
 from trainer_portal import kube
 
 from .conftest import edit_policy, runtime_manifest
@@ -189,8 +190,8 @@ def test_a_redelivered_message_takes_over_a_syncing_row(cluster, make_policy):
     policy = make_policy("orphan")
     revision = sync.policy_sync_request(policy=policy)
     # A worker died after moving the row to syncing.
-    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
-    assert sync.policies_unfinished() == [(policy.pk, revision)]
+    PolicySync.objects.filter(policy=policy).update(sync_state=SyncState.SYNCING)
+    assert sync.policies_unfinished() == [(policy.pk, revision, default_cluster().pk)]
     assert sync.policy_sync(policy_id=policy.pk, revision=revision).outcome == "applied"
     assert sync.policies_unfinished() == []
 
@@ -205,13 +206,13 @@ def test_bulk_progress_counts_successes_and_lists_failures(cluster, make_policy)
     items = batch.items
     assert sync_batches.sync_batch_progress(batch_id=batch.id.hex)["pending"] == 4
 
-    for policy_id, revision in items[:2]:
-        sync.policy_sync(policy_id=policy_id, revision=revision)
+    for policy_id, revision, cluster_id in items[:2]:
+        sync.policy_sync(policy_id=policy_id, revision=revision, cluster_id=cluster_id)
     halfway = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (halfway["done"], halfway["total"], halfway["finished"]) == (2, 4, False)
 
-    for policy_id, revision in items[2:]:
-        sync.policy_sync(policy_id=policy_id, revision=revision)
+    for policy_id, revision, cluster_id in items[2:]:
+        sync.policy_sync(policy_id=policy_id, revision=revision, cluster_id=cluster_id)
     done = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (done["succeeded"], done["finished"]) == (3, True)
     assert [f["name"] for f in done["failed"]] == ["bulk-bad"]
@@ -231,7 +232,7 @@ def test_bulk_request_refuses_unknown_names(make_policy):
 def test_requesting_a_revision_already_on_its_way_changes_nothing(make_policy):
     policy = make_policy("again")
     assert sync.policy_sync_request(policy=policy) == 1
-    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
+    PolicySync.objects.filter(policy=policy).update(sync_state=SyncState.SYNCING)
     assert sync.policy_sync_request(policy=policy) == 1
     assert RuntimePolicy.objects.get(pk=policy.pk).sync_state == SyncState.SYNCING
 

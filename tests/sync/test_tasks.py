@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtimes.choices import SyncState
-from runtimes.models import PolicyRevision, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
 from runtimes.services import sync, sync_batches
 from runtimes.tasks import (
     policies_bulk_sync_task,
@@ -87,7 +87,8 @@ def test_bulk_fan_out_under_faults_converges_without_duplicates(cluster, gateway
     cluster.inject_fault(method="PATCH", path="clustertrainingruntimes", action="status", status=503, count=5)
     cluster.inject_fault(method="GET", path="clustertrainingruntimes", action="drop", count=2)
 
-    policies_bulk_sync_task.delay([[pid, rev] for pid, rev in items])
+    # Items without a cluster, as queued before clusters existed: the default cluster.
+    policies_bulk_sync_task.delay([[pid, rev] for pid, rev, _ in items])
 
     progress = sync_batches.sync_batch_progress(batch_id=batch.id.hex)
     assert (progress["succeeded"], progress["failed"], progress["finished"]) == (12, [], True)
@@ -99,7 +100,7 @@ def test_bulk_fan_out_under_faults_converges_without_duplicates(cluster, gateway
 def test_requeue_picks_up_unfinished_rows(cluster, make_policy, eager_celery):
     policy = make_policy("stuck")
     sync.policy_sync_request(policy=policy)
-    RuntimePolicy.objects.filter(pk=policy.pk).update(sync_state=SyncState.SYNCING)
+    PolicySync.objects.filter(policy=policy).update(sync_state=SyncState.SYNCING)
 
     assert policies_requeue_unfinished_task.delay().get() == 1
 

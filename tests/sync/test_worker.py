@@ -12,7 +12,7 @@ import pytest
 
 from runtimes.choices import SyncState
 from runtimes.domain.drift import REVISION_ANNOTATION
-from runtimes.models import RuntimePolicy
+from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import sync
 from trainer_portal.celery import app as portal_app
 
@@ -49,7 +49,7 @@ def worker(cluster, tmp_path):
 
 def _states() -> dict[str, tuple[str, int | None, int]]:
     return {name: (state, applied, version) for name, state, applied, version in
-            RuntimePolicy.objects.values_list("name", "sync_state", "applied_revision", "version")}
+            PolicySync.objects.values_list("policy__name", "sync_state", "applied_revision", "policy__version")}
 
 
 def _wait_converged(names, timeout: float = 90.0, worker=None) -> None:

@@ -173,6 +173,8 @@ class SyncSerializer(serializers.Serializer):
     resourceVersion = serializers.CharField(allow_blank=True)
     lastSyncedAt = serializers.DateTimeField(allow_null=True)
     error = serializers.CharField(allow_blank=True)
+    clusters = serializers.CharField(help_text='The target clusters at a glance, e.g. "synced on 2 of 2 clusters" or '
+                                     '"synced on 1 of 2 clusters; drifted on gpu-west".')
 
 
 class PolicyClusterSerializer(serializers.Serializer):
@@ -195,7 +197,63 @@ def sync_data(policy) -> dict[str, Any]:
         if policy.last_synced_at
         else None,
         "error": policy.last_sync_error,
+        "clusters": policy.clusters_summary,
     }
+
+
+class PolicyClusterSyncSerializer(serializers.Serializer):
+    """Where a policy stands on one of its target clusters (its own sync state machine there)."""
+
+    cluster = serializers.CharField(help_text="The cluster's name.")
+    displayName = serializers.CharField(allow_blank=True)
+    isDefault = serializers.BooleanField()
+    syncState = serializers.ChoiceField(choices=SyncState.choices, help_text="The sync state machine on this cluster.")
+    status = serializers.ChoiceField(
+        choices=[*SYNC_STATUSES, "drifted"],
+        help_text="Desired vs applied on this cluster; `drifted` when the live object differs from the applied "
+        "(current) revision.",
+    )
+    label = serializers.CharField()
+    appliedRevision = serializers.IntegerField(allow_null=True, help_text="Revision live on this cluster.")
+    requestedRevision = serializers.IntegerField(allow_null=True, help_text="Revision last queued for this cluster.")
+    clusterState = serializers.ChoiceField(choices=ClusterState.choices,
+                                           help_text="What this cluster holds, as last seen by an apply or a check.")
+    drift = serializers.BooleanField(help_text="The live object on this cluster differs from the applied revision.")
+    driftDiff = serializers.CharField(allow_blank=True, help_text="Unified diff portal → this cluster when drifted.")
+    error = serializers.CharField(allow_blank=True, help_text="Why the last sync to this cluster failed.")
+    errorFields = serializers.ListField(child=serializers.DictField(), help_text="The fields this cluster named.")
+    lastSyncedAt = serializers.DateTimeField(allow_null=True)
+    resourceVersion = serializers.CharField(allow_blank=True)
+    generation = serializers.IntegerField(allow_null=True)
+    startupDeadlockConfirmed = serializers.BooleanField()
+
+
+def cluster_sync_rows(policy) -> list[dict[str, Any]]:
+    """Return the policy's per-cluster sync rows as the API shows them (`clusters` of a policy)."""
+    from runtimes import selectors
+
+    return [
+        {
+            "cluster": row["cluster"],
+            "displayName": row["display_name"],
+            "isDefault": row["is_default"],
+            "syncState": row["state"],
+            "status": row["status"],
+            "label": row["label"],
+            "appliedRevision": row["applied_revision"],
+            "requestedRevision": row["requested_revision"],
+            "clusterState": row["cluster_state"],
+            "drift": row["drifted"],
+            "driftDiff": row["drift_diff"],
+            "error": row["error"],
+            "errorFields": row["error_fields"],
+            "lastSyncedAt": row["last_synced_at"].isoformat() if row["last_synced_at"] else None,
+            "resourceVersion": row["resource_version"],
+            "generation": row["generation"],
+            "startupDeadlockConfirmed": row["startup_deadlock_confirmed"],
+        }
+        for row in selectors.policy_cluster_rows(policy=policy)
+    ]
 
 
 def cluster_data(policy) -> dict[str, str]:
@@ -227,8 +285,16 @@ class PolicyOutputSerializer(serializers.Serializer):
     updatedAt = serializers.DateTimeField(source="updated_at")
     createdBy = serializers.SerializerMethodField()
     updatedBy = serializers.SerializerMethodField()
-    sync = serializers.SerializerMethodField()
-    cluster = serializers.SerializerMethodField()
+    sync = serializers.SerializerMethodField(
+        help_text="The policy-wide sync view over its target clusters (with one cluster: that cluster's)."
+    )
+    cluster = serializers.SerializerMethodField(
+        help_text="What the target clusters hold, the most urgent first (missing, drifted, not applied, matches)."
+    )
+    clusters = serializers.SerializerMethodField(help_text="Where the policy stands on each target cluster.")
+    targetClusters = serializers.SerializerMethodField(
+        help_text="The clusters chosen for this policy; empty = every enabled cluster."
+    )
     urls = serializers.SerializerMethodField()
 
     @extend_schema_field(SchedulingSerializer)
@@ -249,6 +315,14 @@ class PolicyOutputSerializer(serializers.Serializer):
     @extend_schema_field(PolicyClusterSerializer)
     def get_cluster(self, policy) -> dict[str, str]:
         return cluster_data(policy)
+
+    @extend_schema_field(PolicyClusterSyncSerializer(many=True))
+    def get_clusters(self, policy) -> list[dict[str, Any]]:
+        return cluster_sync_rows(policy)
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_targetClusters(self, policy) -> list[str]:
+        return sorted(cluster.name for cluster in policy.target_clusters.all())
 
     @extend_schema_field(PolicyUrlsSerializer)
     def get_urls(self, policy) -> dict[str, str | None]:

@@ -6,10 +6,20 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runtimes.api.serializers.policies import ErrorBodySerializer
+from runtimes.api.serializers.policies import ErrorBodySerializer, PolicyClusterSyncSerializer, cluster_sync_rows
 from runtimes.choices import SyncState
 
 # --------------------------------------------------------------------------------------------------- inputs
+
+MAX_CLUSTERS = 100
+
+
+def clusters_field(help_text: str) -> serializers.ListField:
+    """Return the optional ``clusters`` input: cluster names (an unknown one answers 400 naming ``clusters``)."""
+    return serializers.ListField(
+        child=serializers.CharField(max_length=63), required=False, allow_empty=False, max_length=MAX_CLUSTERS,
+        help_text=help_text,
+    )
 
 
 class BulkSyncInputSerializer(serializers.Serializer):
@@ -21,6 +31,7 @@ class BulkSyncInputSerializer(serializers.Serializer):
         allow_empty=False,
         help_text="Policy names; omit to sync every policy.",
     )
+    clusters = clusters_field("Sync to these clusters only; omit to sync each policy to its target clusters.")
     confirmStartupDeadlock = serializers.BooleanField(
         required=False,
         default=False,
@@ -38,6 +49,7 @@ class SyncRequestInputSerializer(serializers.Serializer):
         help_text="Apply although a gang never reaches minCount (a dependsOn pair inside one gang); kept in the "
         "sync status as startupDeadlockConfirmed.",
     )
+    clusters = clusters_field("Sync to these clusters only; omit to sync to the policy's target clusters.")
 
 
 class DriftResolveInputSerializer(serializers.Serializer):
@@ -48,6 +60,32 @@ class DriftResolveInputSerializer(serializers.Serializer):
         help_text="reapply: force our applied revision onto the cluster (202); adopt: save the live object as a new "
         "revision (200).",
     )
+    clusters = clusters_field("The clusters whose drift to resolve; omit for every target cluster where the policy "
+                              "is drifted (an adopt needs exactly one).")
+
+
+class DriftCheckInputSerializer(serializers.Serializer):
+    """Optional body of POST /runtimes/{name}/drift/check/."""
+
+    clusters = clusters_field("Check these clusters only; omit to check every target cluster.")
+
+
+class TargetClustersInputSerializer(serializers.Serializer):
+    """Body of PUT /runtimes/{name}/clusters/."""
+
+    targetClusters = serializers.ListField(
+        child=serializers.CharField(max_length=63), allow_empty=True, max_length=MAX_CLUSTERS,
+        help_text="Cluster names the policy syncs to; [] = every enabled cluster. Clusters dropped keep what was "
+        "applied there (delete it from the cluster explicitly).",
+    )
+
+
+class TargetClustersSerializer(serializers.Serializer):
+    """A policy's chosen target clusters and where it stands on each target."""
+
+    name = serializers.CharField()
+    targetClusters = serializers.ListField(child=serializers.CharField(), help_text="[] = every enabled cluster.")
+    clusters = PolicyClusterSyncSerializer(many=True)
 
 
 # --------------------------------------------------------------------------------------------------- sync status
@@ -69,7 +107,12 @@ class IsoDateTimeField(serializers.DateTimeField):
 
 
 class SyncStatusSerializer(serializers.Serializer):
-    """Where one policy stands relative to the cluster (serialises a RuntimePolicy)."""
+    """Where one policy stands relative to its target clusters (serialises a RuntimePolicy).
+
+    The top-level fields are the policy-wide view (`runtimes.domain.status.summarize`: the most urgent state, the
+    revision applied everywhere; resourceVersion and generation of the default cluster); with one target cluster
+    they are that cluster's own. `clusters` has each cluster's facts.
+    """
 
     name = serializers.CharField()
     version = serializers.IntegerField(help_text="The policy's current revision.")
@@ -94,17 +137,25 @@ class SyncStatusSerializer(serializers.Serializer):
         source="sync_startup_deadlock_confirmed",
         help_text="The last apply request confirmed that a gang never reaches minCount (startup order).",
     )
-    upToDate = serializers.SerializerMethodField(help_text="Synced, and the applied revision is the current one.")
+    upToDate = serializers.SerializerMethodField(
+        help_text="Synced, and the applied revision is the current one, on every target cluster."
+    )
+    clusters = serializers.SerializerMethodField(help_text="The same facts per target cluster.")
 
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_upToDate(self, policy) -> bool:
         return policy.sync_state == SyncState.SYNCED and policy.applied_revision == policy.version
+
+    @extend_schema_field(PolicyClusterSyncSerializer(many=True))
+    def get_clusters(self, policy) -> list[dict]:
+        return cluster_sync_rows(policy)
 
 
 class SyncAcceptedSerializer(serializers.Serializer):
     """202 answer of a queued sync; poll ``statusUrl`` (also in the Location header)."""
 
     name = serializers.CharField()
+    clusters = serializers.ListField(child=serializers.CharField(), help_text="The clusters it is queued for.")
     revision = serializers.IntegerField(help_text="The revision that will be applied.")
     state = serializers.ChoiceField(choices=SyncState.choices)
     statusUrl = serializers.CharField()
@@ -124,11 +175,15 @@ class BulkSyncAcceptedSerializer(serializers.Serializer):
 
 class SyncBatchFailureSerializer(serializers.Serializer):
     name = serializers.CharField()
+    cluster = serializers.CharField()
     error = serializers.CharField(allow_blank=True)
 
 
 class SyncBatchItemSerializer(serializers.Serializer):
+    """One (policy, cluster) pair of a bulk sync."""
+
     name = serializers.CharField()
+    cluster = serializers.CharField()
     revision = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
@@ -140,7 +195,7 @@ class SyncBatchItemSerializer(serializers.Serializer):
 
 
 class SyncBatchProgressSerializer(serializers.Serializer):
-    """Progress of a bulk sync; items whose policy was deleted count as done."""
+    """Progress of a bulk sync over (policy, cluster) pairs; items whose policy was deleted count as done."""
 
     id = serializers.CharField()
     createdAt = serializers.DateTimeField(help_text="Also `created_at` until the next release.")
@@ -161,6 +216,7 @@ class ImpactTrainJobSerializer(serializers.Serializer):
     name = serializers.CharField()
     created = serializers.CharField(allow_blank=True, help_text="creationTimestamp")
     state = serializers.CharField(help_text="The TrainJob's latest true condition (Complete, Failed…), else Pending.")
+    cluster = serializers.CharField(help_text="The cluster the TrainJob runs on.")
 
 
 class ImpactPodGroupSerializer(serializers.Serializer):
@@ -208,12 +264,28 @@ class DriftChangeSerializer(serializers.Serializer):
     live = serializers.JSONField(allow_null=True, help_text="Value on the cluster.")
 
 
-class DriftCheckSerializer(serializers.Serializer):
+class DriftClusterCheckSerializer(serializers.Serializer):
+    """The drift found on one cluster (``checked`` False: the policy is not applied there, nothing to compare)."""
+
+    cluster = serializers.CharField()
+    checked = serializers.BooleanField()
     drifted = serializers.BooleanField()
+    missing = serializers.BooleanField(help_text="The object is gone from this cluster.")
+    changes = DriftChangeSerializer(many=True)
+    managers = serializers.ListField(child=serializers.CharField())
+    diff = serializers.CharField(allow_blank=True)
+
+
+class DriftCheckSerializer(serializers.Serializer):
+    """The drift found now. The top-level fields are the first drifted cluster's (default cluster first), else
+    the default cluster's; `clusters` has every checked cluster."""
+
+    drifted = serializers.BooleanField(help_text="Drifted on at least one checked cluster.")
     missing = serializers.BooleanField(help_text="The object is gone from the cluster.")
     changes = DriftChangeSerializer(many=True)
     managers = serializers.ListField(child=serializers.CharField(), help_text="Other field managers that changed it.")
     diff = serializers.CharField(allow_blank=True)
+    clusters = DriftClusterCheckSerializer(many=True)
     sync = SyncStatusSerializer()
 
 

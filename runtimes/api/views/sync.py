@@ -27,6 +27,7 @@ from runtimes.choices import SyncState
 from runtimes.domain.constants import IMPACT_DEFAULT_NUM_NODES, MAX_NUM_NODES
 from runtimes.errors import CONFIRM_STARTUP_DEADLOCK, SyncRefused
 from runtimes.models import RuntimePolicy
+from runtimes.services import clusters as target_services
 from runtimes.services import sync, sync_batches
 from trainer_portal.api.dialect import camel_body, wants_legacy_keys
 from trainer_portal.permissions import IsPlatformAdmin, IsViewer
@@ -49,6 +50,16 @@ def _confirmed(request) -> bool:
     if value is None:
         value = request.query_params.get(CONFIRM_STARTUP_DEADLOCK)
     return value is True or str(value).lower() in ("1", "true", "yes")
+
+
+def _clusters_in(request) -> list[str] | None:
+    """Return the ``clusters`` a request names (None: not given). Raises ValidationError (400 naming ``clusters``)
+    unless it is a non-empty list of names."""
+    if not isinstance(request.data, dict) or request.data.get("clusters") is None:
+        return None
+    serializer = ss.DriftCheckInputSerializer(data={"clusters": request.data.get("clusters")})
+    serializer.is_valid(raise_exception=True)
+    return list(serializer.validated_data["clusters"])
 
 
 def sync_status_data(policy: RuntimePolicy) -> dict:
@@ -79,7 +90,8 @@ class RuntimeSyncApi(APIView):
         description="Queues the current revision for a server-side apply and answers 202 at once; poll "
         "`statusUrl` (also the `Location` header). `?force=true` takes over fields other managers own. A policy "
         "whose gang never reaches minCount (a dependsOn pair inside one gang) needs `confirmStartupDeadlock: true`; "
-        "the sync status keeps that it was confirmed.",
+        "the sync status keeps that it was confirmed. The revision is queued for each of the policy's target "
+        "clusters, or for the `clusters` named in the body (400 naming `clusters` for an unknown one).",
         parameters=[
             OpenApiParameter("force", OpenApiTypes.BOOL, description="Force conflicts on apply."),
             OpenApiParameter(CONFIRM_STARTUP_DEADLOCK, OpenApiTypes.BOOL,
@@ -88,6 +100,8 @@ class RuntimeSyncApi(APIView):
         request=ss.SyncRequestInputSerializer,
         responses={
             202: ss.SyncAcceptedSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="`clusters` names an unknown or disabled cluster, or "
+                                 "the policy has no enabled target cluster."),
             **FORBIDDEN,
             **NOT_FOUND,
             409: OpenApiResponse(ErrorSerializer, description="The policy vanished while being queued; it keeps "
@@ -99,10 +113,15 @@ class RuntimeSyncApi(APIView):
     def post(self, request, name: str):
         policy = selectors.policy_get(name=name)
         force = str(request.query_params.get("force", "")).lower() in ("1", "true", "yes")
-        revision = sync.policy_sync_request(policy=policy, force=force, confirm_startup_deadlock=_confirmed(request))
+        clusters = _clusters_in(request)
+        revision = sync.policy_sync_request(
+            policy=policy, force=force, confirm_startup_deadlock=_confirmed(request), clusters=clusters
+        )
+        names = clusters or [cluster.name for cluster in target_services.policy_targets(policy)]
         url = request.build_absolute_uri(reverse("api-runtime-sync", kwargs={"name": policy.name}))
         return Response(
-            {"name": policy.name, "revision": revision, "state": SyncState.QUEUED, "statusUrl": url},
+            {"name": policy.name, "clusters": sorted(set(names)), "revision": revision, "state": SyncState.QUEUED,
+             "statusUrl": url},
             status=status.HTTP_202_ACCEPTED,
             headers={"Location": url},
         )
@@ -150,12 +169,14 @@ class RuntimesBulkSyncApi(APIView):
     @extend_schema(
         operation_id="runtimes_sync_bulk",
         summary="Sync many (or all) policies",
-        description="Queues the named policies (every policy when `names` is omitted) and answers 202 with the "
-        "bulk job; poll `statusUrl` (also the `Location` header) for its progress.",
+        description="Queues the named policies (every policy when `names` is omitted), each for its target "
+        "clusters or for the `clusters` named, and answers 202 with the bulk job over (policy, cluster) pairs; poll "
+        "`statusUrl` (also the `Location` header) for its progress.",
         request=ss.BulkSyncInputSerializer,
         responses={
             202: ss.BulkSyncAcceptedSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="Unknown policy names; `fields[].path` is `names`."),
+            400: OpenApiResponse(ErrorSerializer, description="Unknown policy names (`fields[].path` is `names`) or "
+                                 "unknown clusters (`clusters`)."),
             409: OpenApiResponse(ErrorSerializer, description="A policy keeps import errors, or a startup-order "
                                  "deadlock is not confirmed (`confirmStartupDeadlock`)."),
             **FORBIDDEN,
@@ -167,7 +188,10 @@ class RuntimesBulkSyncApi(APIView):
         serializer.is_valid(raise_exception=True)
         names = serializer.validated_data.get("names")
         confirm = serializer.validated_data.get(CONFIRM_STARTUP_DEADLOCK, False)
-        batch = sync.policies_sync_request(names=names, actor=request.user, confirm_startup_deadlock=confirm)
+        batch = sync.policies_sync_request(
+            names=names, actor=request.user, confirm_startup_deadlock=confirm,
+            clusters=serializer.validated_data.get("clusters"),
+        )
         url = request.build_absolute_uri(reverse("api-sync-batch", kwargs={"batch_id": batch.id.hex}))
         # "job" repeats "batch" for clients of the first release (deprecated with /sync-jobs/).
         return Response(
@@ -228,11 +252,13 @@ class DriftCheckApi(APIView):
     @extend_schema(
         operation_id="policy_drift_check",
         summary="Check a policy for drift now",
-        description="Compares the applied revision with the live object and records the policy as drifted or "
-        "synced. Only synced or drifted policies can be checked.",
-        request=None,
+        description="Compares the applied revision with the live object on each target cluster (or the `clusters` "
+        "named) and records the policy as drifted or synced there. Only clusters where it is synced or drifted "
+        "can be checked; 409 when there is none.",
+        request=ss.DriftCheckInputSerializer,
         responses={
             200: ss.DriftCheckSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="`clusters` names an unknown or disabled cluster."),
             **FORBIDDEN,
             **NOT_FOUND,
             409: CONFLICT,
@@ -242,12 +268,14 @@ class DriftCheckApi(APIView):
     )
     def post(self, request, name: str):
         policy = selectors.policy_get(name=name)
-        result = sync.policy_drift_check(policy_id=policy.pk)
-        if result is None:
+        found = sync.policy_drift_check_clusters(policy=policy, clusters=_clusters_in(request))
+        checked = [result for _, result in found if result is not None]
+        if not checked:
             raise SyncRefused(
                 f"'{name}' is {policy.sync_state}; only synced or drifted policies can be checked for drift."
             )
-        policy.refresh_from_db()
+        result = next((r for r in checked if r.drifted), checked[0])
+        policy = selectors.policy_get(name=name)
         return Response(
             {
                 "drifted": result.drifted,
@@ -255,6 +283,18 @@ class DriftCheckApi(APIView):
                 "changes": result.changes,
                 "managers": result.managers,
                 "diff": result.diff,
+                "clusters": [
+                    {
+                        "cluster": cluster.name,
+                        "checked": found_result is not None,
+                        "drifted": bool(found_result and found_result.drifted),
+                        "missing": bool(found_result and found_result.missing),
+                        "changes": found_result.changes if found_result else [],
+                        "managers": found_result.managers if found_result else [],
+                        "diff": found_result.diff if found_result else "",
+                    }
+                    for cluster, found_result in found
+                ],
                 "sync": sync_status_data(policy),
             }
         )
@@ -269,12 +309,14 @@ class DriftResolveApi(APIView):
         operation_id="policy_drift_resolve",
         summary="Resolve a policy's drift",
         description="`reapply` queues a forced apply of the applied revision (202; poll `statusUrl`); `adopt` "
-        "saves the live object as a new revision and marks it synced (200). The policy must be drifted.",
+        "saves the live object as a new revision and marks it synced (200). The policy must be drifted. Without "
+        "`clusters`, every target cluster where it is drifted is resolved (an adopt needs exactly one: name it).",
         request=ss.DriftResolveInputSerializer,
         responses={
             200: OpenApiResponse(ss.DriftResolvedSerializer, description="Adopted the live object."),
             202: OpenApiResponse(ss.DriftResolvedSerializer, description="Re-apply queued."),
-            400: OpenApiResponse(ErrorSerializer, description="`action` is not reapply or adopt."),
+            400: OpenApiResponse(ErrorSerializer, description="`action` is not reapply or adopt; `clusters` names an "
+                                 "unknown cluster, or an adopt would have to choose among several."),
             **FORBIDDEN,
             **NOT_FOUND,
             409: OpenApiResponse(ErrorSerializer, description="Not drifted, or nothing on the cluster to adopt."),
@@ -287,13 +329,62 @@ class DriftResolveApi(APIView):
         serializer.is_valid(raise_exception=True)
         action = serializer.validated_data["action"]
         policy = selectors.policy_get(name=name)
-        revision = sync.policy_drift_resolve(policy=policy, action=action, actor=request.user)
-        policy.refresh_from_db()
+        revision = sync.policy_drift_resolve(
+            policy=policy, action=action, actor=request.user, clusters=serializer.validated_data.get("clusters")
+        )
+        policy = selectors.policy_get(name=name)
         url = request.build_absolute_uri(reverse("api-runtime-sync", kwargs={"name": policy.name}))
         code = status.HTTP_202_ACCEPTED if revision is not None else status.HTTP_200_OK
         return Response({"action": action, "sync": sync_status_data(policy), "statusUrl": url}, status=code)
 
 
+
+
+class RuntimeTargetClustersApi(APIView):
+    """The clusters a policy syncs to: read them with its state on each (GET, viewer) or choose them (PUT, admin)."""
+
+    def get_permissions(self):
+        return [IsPlatformAdmin()] if self.request.method == "PUT" else [IsViewer()]
+
+    def _data(self, policy) -> dict:
+        return {
+            "name": policy.name,
+            "targetClusters": sorted(cluster.name for cluster in policy.target_clusters.all()),
+            "clusters": ss.cluster_sync_rows(policy),
+        }
+
+    @extend_schema(
+        operation_id="runtime_target_clusters",
+        summary="A policy's target clusters",
+        description="The clusters chosen for the policy (`[]`: every enabled cluster) and where it stands on each "
+        "target cluster.",
+        responses={200: ss.TargetClustersSerializer, **FORBIDDEN, **NOT_FOUND},
+        tags=TAGS,
+    )
+    def get(self, request, name: str):
+        return Response(self._data(selectors.policy_get(name=name)))
+
+    @extend_schema(
+        operation_id="runtime_target_clusters_set",
+        summary="Choose a policy's target clusters",
+        description="Restricts the policy to `targetClusters` (`[]`: every enabled cluster). Nothing is applied or "
+        "deleted: sync the policy to apply it on new targets; a cluster dropped keeps what was applied there.",
+        request=ss.TargetClustersInputSerializer,
+        responses={
+            200: ss.TargetClustersSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="`targetClusters` names an unknown or disabled "
+                                 "cluster."),
+            **FORBIDDEN,
+            **NOT_FOUND,
+        },
+        tags=TAGS,
+    )
+    def put(self, request, name: str):
+        serializer = ss.TargetClustersInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        policy = selectors.policy_get(name=name)
+        target_services.policy_targets_set(policy=policy, names=serializer.validated_data["targetClusters"])
+        return Response(self._data(selectors.policy_get(name=name)))
 
 
 class ClusterAdoptApi(APIView):

@@ -1,0 +1,158 @@
+"""Which clusters a policy syncs to, and how the sync services reach each cluster.
+
+A policy's targets are the clusters chosen for it (`RuntimePolicy.target_clusters`) or, when none is chosen, every
+enabled cluster. `gateway_for_cluster` is the one place the policy services turn a `Cluster` row into a gateway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from runtimes.errors import PolicyError
+from trainer_portal import kube
+from trainer_portal.cluster.models import Cluster, ConnectionKind
+from trainer_portal.errors import field as field_problem
+from trainer_portal.kube.client import build_gateway, get_gateway
+from trainer_portal.kube.config import load_settings
+
+_cache: dict[tuple, kube.Gateway] = {}
+_lock = threading.Lock()
+
+
+def default_cluster() -> Cluster:
+    """Return the default cluster (the one URLs and API paths that name none mean); create it when the table is
+    empty (a fresh test database keeps the row its migration made, but a flushed one may not)."""
+    cluster = Cluster.objects.filter(is_default=True).first()
+    if cluster is None:
+        cluster, _ = Cluster.objects.get_or_create(name="default", defaults={"is_default": True})
+    return cluster
+
+
+def enabled_clusters() -> list[Cluster]:
+    """Return the enabled clusters, default first (the default cluster alone in a database that has lost every
+    cluster row)."""
+    clusters = list(Cluster.objects.filter(enabled=True))
+    if not clusters and not Cluster.objects.exists():
+        clusters = [default_cluster()]
+    return sorted(clusters, key=lambda c: (not c.is_default, c.name))
+
+
+def cluster_by_id(cluster_id: int | None) -> Cluster:
+    """Return cluster ``cluster_id`` (the default cluster for None). Raises Cluster.DoesNotExist."""
+    return default_cluster() if cluster_id is None else Cluster.objects.get(pk=cluster_id)
+
+
+def policy_targets(policy) -> list[Cluster]:
+    """Return the enabled clusters ``policy`` syncs to, default first, then by name.
+
+    A database without any cluster row (flushed by hand) gets its default cluster back, so syncing keeps working.
+    """
+    targets = [entry.cluster for entry in policy.cluster_syncs()]
+    if not targets and not Cluster.objects.exists():
+        policy.__dict__.pop("_cluster_syncs", None)
+        return [default_cluster()]
+    return targets
+
+
+def resolve_targets(policy, names: Iterable[str] | None, *, field: str = "clusters") -> list[Cluster]:
+    """Return the clusters named in ``names`` (None: the policy's targets), default first.
+
+    Raises PolicyError naming ``field`` for a name no enabled cluster has, and for an explicit empty list.
+    """
+    if names is None:
+        return policy_targets(policy)
+    return clusters_named(names, field=field)
+
+
+def clusters_named(names: Iterable[str], *, field: str = "clusters") -> list[Cluster]:
+    """Return the enabled clusters called ``names``, default first. Raises PolicyError naming ``field`` for unknown
+    or disabled names (the message lists the known ones) and for an empty list."""
+    wanted = [str(name) for name in names]
+    if not wanted:
+        message = "must name at least one cluster; omit it to use the policy's target clusters"
+        raise PolicyError(message, code="invalid", fields=[field_problem(field, message)])
+    known = {c.name: c for c in Cluster.objects.filter(enabled=True)}
+    unknown = sorted({name for name in wanted if name not in known})
+    if unknown:
+        message = (f"unknown or disabled cluster(s): {', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}")
+        raise PolicyError(message, code="invalid", fields=[field_problem(field, message)])
+    chosen = {known[name] for name in wanted}
+    return sorted(chosen, key=lambda c: (not c.is_default, c.name))
+
+
+def policy_targets_set(*, policy, names: Iterable[str] | None) -> list[Cluster]:
+    """Restrict ``policy`` to the clusters ``names`` (None or []: every enabled cluster); return the targets.
+
+    Clusters dropped from the targets keep what was applied there (nothing is deleted); their rows no longer
+    count in the policy's summary. Raises PolicyError naming ``targetClusters`` for unknown names.
+    """
+    if names is None or not list(names):
+        policy.target_clusters.clear()
+    else:
+        policy.target_clusters.set(clusters_named(names, field="targetClusters"))
+    policy.__dict__.pop("_cluster_syncs", None)
+    return policy_targets(policy)
+
+
+def gateway_for_cluster(cluster: Cluster | None) -> kube.Gateway:
+    """Return a gateway to ``cluster`` (the process-wide one for the default cluster or a `settings` row).
+
+    A ``kubeconfig`` row is reached through its stored kubeconfig text (and ``kubeconfig_context``), an
+    ``in_cluster`` row through the pod's service account; gateways are cached per process and row version.
+    Raises KubeNotConfigured when the row cannot be turned into a connection (a ``secret`` row, an empty or
+    unreadable kubeconfig).
+    """
+    if cluster is None or cluster.is_default or cluster.connection == ConnectionKind.SETTINGS:
+        return get_gateway()
+    base = load_settings()
+    if cluster.connection == ConnectionKind.IN_CLUSTER:
+        settings = replace(base, config_path="", context="", in_cluster=True)
+    elif cluster.connection == ConnectionKind.KUBECONFIG:
+        text = _kubeconfig_text(cluster)
+        if not text.strip():
+            raise kube.KubeNotConfigured(f"Cluster '{cluster.name}' has no kubeconfig stored.")
+        settings = replace(base, config_path=_kubeconfig_file(text), context=cluster.kubeconfig_context,
+                           in_cluster=False)
+    else:
+        raise kube.KubeNotConfigured(
+            f"Cluster '{cluster.name}' connects through a {cluster.get_connection_display()!r}, which this "
+            "process cannot read yet."
+        )
+    key = (os.getpid(), cluster.pk, cluster.version, settings)
+    with _lock:
+        gateway = _cache.get(key)
+        if gateway is None:
+            gateway = build_gateway(settings)
+            _cache[key] = gateway
+        return gateway
+
+
+def _kubeconfig_text(cluster: Cluster) -> str:
+    # The clusters feature stores the kubeconfig encrypted; until its decryption helper exists the column holds
+    # the text itself.
+    try:
+        from trainer_portal.cluster import crypto  # type: ignore[attr-defined]
+    except ImportError:
+        return cluster.kubeconfig_encrypted
+    return crypto.decrypt_kubeconfig(cluster.kubeconfig_encrypted)
+
+
+def _kubeconfig_file(text: str) -> str:
+    """Return the path of a private file holding ``text`` (the kubernetes client loads kubeconfigs from files)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    folder = Path(tempfile.gettempdir()) / f"trainer-portal-kubeconfigs-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / f"{digest}.yaml"
+    if not path.exists():
+        tmp = folder / f".{digest}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    return str(path)
