@@ -249,3 +249,14 @@ def test_the_embedded_key_is_derived_from_the_secret_key(settings):
     settings.SECRET_KEY = "another-secret-key-" + "y" * 40
     with pytest.raises(KubeconfigUnreadable):
         decrypt_kubeconfig(token)
+
+
+@pytest.mark.parametrize("text", ["clusters: [{name: x, token: " + TOKEN, "users: [" + TOKEN + "]", TOKEN])
+def test_an_unusable_stored_kubeconfig_is_not_configured_and_never_quoted(text):
+    from trainer_portal import kube
+    from trainer_portal.kube.client import gateway_for
+
+    with pytest.raises(kube.KubeNotConfigured) as caught:
+        gateway_for(kube.ClusterConnection(name="broken", kind="kubeconfig", kubeconfig=text))
+    assert TOKEN not in caught.value.message and 'cluster "broken"' in caught.value.message
+    assert TOKEN not in repr(kube.ClusterConnection(name="broken", kind="kubeconfig", kubeconfig=text))

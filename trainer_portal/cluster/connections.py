@@ -19,13 +19,15 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
 from trainer_portal.kube.config import ClusterConnection, ConnectionKind
+from trainer_portal.kube.errors import KubeNotConfigured
 
 # Domain separation: the derived key is not any other use of SECRET_KEY.
 _DERIVATION_LABEL = b"trainer-portal/cluster-kubeconfig/v1:"
 
 
-class KubeconfigUnreadable(Exception):
-    """A stored kubeconfig cannot be decrypted (the encryption key changed without keeping the old one)."""
+class KubeconfigUnreadable(KubeNotConfigured):
+    """A stored kubeconfig cannot be decrypted (the encryption key changed without keeping the old one): the
+    cluster cannot be reached until it is stored again, as with any missing configuration."""
 
 
 def _fernet() -> MultiFernet:
@@ -66,14 +68,18 @@ def parse_secret_ref(ref: str) -> tuple[str, str, str]:
 def connection_for(cluster) -> ClusterConnection:
     """Return how to reach ``cluster`` (a ``Cluster`` row) as plain data for ``gateway_for``.
 
-    Raises KubeconfigUnreadable for a stored kubeconfig no key decrypts, ValueError for a malformed Secret reference.
+    Raises KubeNotConfigured: KubeconfigUnreadable for a stored kubeconfig no key decrypts, or a malformed Secret
+    reference.
     """
     kind = cluster.connection
     common = {"name": cluster.name, "version": cluster.version, "kind": kind, "context": cluster.kubeconfig_context}
     if kind == ConnectionKind.KUBECONFIG:
         return ClusterConnection(**common, kubeconfig=decrypt_kubeconfig(cluster.kubeconfig_encrypted))
     if kind == ConnectionKind.SECRET:
-        namespace, name, key = parse_secret_ref(cluster.secret_ref)
+        try:
+            namespace, name, key = parse_secret_ref(cluster.secret_ref)
+        except ValueError as exc:
+            raise KubeNotConfigured(f'cluster "{cluster.name}": {exc}') from None
         return ClusterConnection(**common, secret_namespace=namespace, secret_name=name, secret_key=key)
     return ClusterConnection(**common)
 
