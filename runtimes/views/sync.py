@@ -171,7 +171,8 @@ class DriftView(PlatformAdminForWritesMixin, View):
         policy = policy_or_404(name)
         cluster = cluster_or_404(request)
         data = sync.policy_drift_view_data(policy=policy, cluster=cluster)
-        return render(request, "cluster/drift.html", {"policy": policy, **data})
+        context = {"policy": policy, **data, **_cluster_param(policy, cluster, data)}
+        return render(request, "cluster/drift.html", context)
 
     def post(self, request, name: str):
         policy = policy_or_404(name)
@@ -199,8 +200,17 @@ class DriftView(PlatformAdminForWritesMixin, View):
             return redirect(_drift_url(policy, cluster))
         shown, result = next(((c, r) for c, r in checked if r.drifted), checked[0])
         policy = policy_or_404(policy.name)
-        context = {"policy": policy, **sync.policy_drift_view_data(policy=policy, cluster=shown), "result": result}
+        data = sync.policy_drift_view_data(policy=policy, cluster=shown)
+        context = {"policy": policy, **data, "result": result, **_cluster_param(policy, cluster, data)}
         return render(request, "cluster/drift.html", context)
+
+
+def _cluster_param(policy, named, data) -> dict:
+    """Return ``{cluster_param}``: the cluster the page's links and forms name — the one asked for, else the one
+    shown when the policy has several target clusters (None keeps single-cluster URLs as they were)."""
+    if named is not None:
+        return {"cluster_param": named}
+    return {"cluster_param": data["cluster"] if len(policy.cluster_rows) > 1 else None}
 
 
 def _drift_url(policy, cluster) -> str:

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from runtimes.domain.manifest import dump_yaml
 from runtimes.models import PolicyRevision, RuntimePolicy
 from runtimes.services import policies as policy_services
+from runtimes.services.clusters import default_cluster
 from tests.runtimes.test_services import broken, fast_password_hashing, level1, runtime  # noqa: F401 (autouse fixture)
 
 LIST = "/api/v1/runtimes/"
@@ -65,6 +66,7 @@ def test_it_lists_policies_with_their_summary(db, api, policy):
         "resourceVersion": "",
         "lastSyncedAt": None,
         "error": "",
+        "clusters": f"not applied on {default_cluster().name}",
     }
     assert item["cluster"] == {"status": "not_applied", "label": "Not applied"}
     assert item["urls"]["self"].endswith(detail())
@@ -111,8 +113,8 @@ def test_the_list_costs_a_fixed_number_of_queries(db, api, alice, count, django_
     for index in range(count):
         policy_services.policy_create(manifest=runtime(f"policy-{index}"), author=alice, source="api")
 
-    # session, user, groups, count, page (creator and editor are joined).
-    with django_assert_max_num_queries(5):
+    # session, user, groups, count, page (creator and editor are joined), sync rows, chosen and enabled clusters.
+    with django_assert_max_num_queries(8):
         response = api.get(LIST)
 
     assert response.json()["count"] == count

@@ -208,16 +208,18 @@ class PolicyClusterSyncSerializer(serializers.Serializer):
     displayName = serializers.CharField(allow_blank=True)
     isDefault = serializers.BooleanField()
     syncState = serializers.ChoiceField(choices=SyncState.choices, help_text="The sync state machine on this cluster.")
-    status = serializers.ChoiceField(
-        choices=[*SYNC_STATUSES, "drifted"],
-        help_text="Desired vs applied on this cluster; `drifted` when the live object differs from the applied "
-        "(current) revision.",
+    # Plain strings: a second component with these choice sets would make drf-spectacular's enum naming collide.
+    status = serializers.CharField(
+        help_text=f"Desired vs applied on this cluster: one of {', '.join(SYNC_STATUSES)}, or `drifted` when the live "
+        "object differs from the applied (current) revision.",
     )
     label = serializers.CharField()
     appliedRevision = serializers.IntegerField(allow_null=True, help_text="Revision live on this cluster.")
     requestedRevision = serializers.IntegerField(allow_null=True, help_text="Revision last queued for this cluster.")
-    clusterState = serializers.ChoiceField(choices=ClusterState.choices,
-                                           help_text="What this cluster holds, as last seen by an apply or a check.")
+    clusterState = serializers.CharField(
+        help_text=f"What this cluster holds, as last seen by an apply or a check: one of "
+        f"{', '.join(ClusterState.values)}.",
+    )
     drift = serializers.BooleanField(help_text="The live object on this cluster differs from the applied revision.")
     driftDiff = serializers.CharField(allow_blank=True, help_text="Unified diff portal → this cluster when drifted.")
     error = serializers.CharField(allow_blank=True, help_text="Why the last sync to this cluster failed.")
