@@ -6,23 +6,14 @@ enabled cluster. `gateway_for_cluster` is the one place the policy services turn
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-import threading
 from collections.abc import Iterable
-from dataclasses import replace
-from pathlib import Path
 
 from runtimes.errors import PolicyError
 from trainer_portal import kube
-from trainer_portal.cluster.models import Cluster, ConnectionKind
+from trainer_portal.cluster.connections import connection_for
+from trainer_portal.cluster.models import Cluster
 from trainer_portal.errors import field as field_problem
-from trainer_portal.kube.client import build_gateway, get_gateway
-from trainer_portal.kube.config import load_settings
-
-_cache: dict[tuple, kube.Gateway] = {}
-_lock = threading.Lock()
+from trainer_portal.kube.client import gateway_for, get_gateway
 
 
 def default_cluster() -> Cluster:
@@ -101,58 +92,11 @@ def policy_targets_set(*, policy, names: Iterable[str] | None) -> list[Cluster]:
 
 
 def gateway_for_cluster(cluster: Cluster | None) -> kube.Gateway:
-    """Return a gateway to ``cluster`` (the process-wide one for the default cluster or a `settings` row).
+    """Return a gateway to ``cluster`` (the default cluster's for None), cached per process and row version.
 
-    A ``kubeconfig`` row is reached through its stored kubeconfig text (and ``kubeconfig_context``), an
-    ``in_cluster`` row through the pod's service account; gateways are cached per process and row version.
-    Raises KubeNotConfigured when the row cannot be turned into a connection (a ``secret`` row, an empty or
-    unreadable kubeconfig).
+    Raises KubeNotConfigured when the row cannot be turned into a connection (no kubeconfig stored, one no key
+    decrypts, a malformed Secret reference) and KubeError when a Secret holding the kubeconfig cannot be read.
     """
-    if cluster is None or cluster.is_default or cluster.connection == ConnectionKind.SETTINGS:
+    if cluster is None or cluster.is_default:
         return get_gateway()
-    base = load_settings()
-    if cluster.connection == ConnectionKind.IN_CLUSTER:
-        settings = replace(base, config_path="", context="", in_cluster=True)
-    elif cluster.connection == ConnectionKind.KUBECONFIG:
-        text = _kubeconfig_text(cluster)
-        if not text.strip():
-            raise kube.KubeNotConfigured(f"Cluster '{cluster.name}' has no kubeconfig stored.")
-        settings = replace(base, config_path=_kubeconfig_file(text), context=cluster.kubeconfig_context,
-                           in_cluster=False)
-    else:
-        raise kube.KubeNotConfigured(
-            f"Cluster '{cluster.name}' connects through a {cluster.get_connection_display()!r}, which this "
-            "process cannot read yet."
-        )
-    key = (os.getpid(), cluster.pk, cluster.version, settings)
-    with _lock:
-        gateway = _cache.get(key)
-        if gateway is None:
-            gateway = build_gateway(settings)
-            _cache[key] = gateway
-        return gateway
-
-
-def _kubeconfig_text(cluster: Cluster) -> str:
-    # The clusters feature stores the kubeconfig encrypted; until its decryption helper exists the column holds
-    # the text itself.
-    try:
-        from trainer_portal.cluster import crypto  # type: ignore[attr-defined]
-    except ImportError:
-        return cluster.kubeconfig_encrypted
-    return crypto.decrypt_kubeconfig(cluster.kubeconfig_encrypted)
-
-
-def _kubeconfig_file(text: str) -> str:
-    """Return the path of a private file holding ``text`` (the kubernetes client loads kubeconfigs from files)."""
-    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-    folder = Path(tempfile.gettempdir()) / f"trainer-portal-kubeconfigs-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{digest}.yaml"
-    if not path.exists():
-        tmp = folder / f".{digest}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    return str(path)
+    return gateway_for(connection_for(cluster))

@@ -20,6 +20,7 @@ from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import sync
 from runtimes.services.clusters import default_cluster
 from trainer_portal import kube
+from trainer_portal.cluster.connections import encrypt_kubeconfig
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
@@ -44,7 +45,7 @@ def west(west_sandbox, cluster, db):
     default_cluster()  # a flushed database gets its default cluster back before the second one is added
     Cluster.objects.create(
         name=WEST, display_name="GPU West", connection="kubeconfig",
-        kubeconfig_encrypted=Path(west_sandbox.kubeconfig).read_text(),
+        kubeconfig_encrypted=encrypt_kubeconfig(Path(west_sandbox.kubeconfig).read_text()),
     )
     yield west_sandbox
     west_sandbox.clear_faults()
