@@ -2,11 +2,13 @@
 
 from django.urls import include, path
 
-from trainer_portal.cluster.api import ClusterApi
+from trainer_portal.cluster.api import ClusterApi, ClusterCheckApi, ClusterNamedApi
 
 urlpatterns = [
     path("", include("trainer_portal.tokens.api_urls")),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
+    path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
+    path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),
     path("", include("runtimes.api.urls")),
     path("", include("jobs.api.urls")),
 ]
