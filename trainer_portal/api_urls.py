@@ -7,8 +7,9 @@ from trainer_portal.cluster.api import ClusterApi, ClusterCheckApi, ClusterNamed
 urlpatterns = [
     path("", include("trainer_portal.tokens.api_urls")),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
-    path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
-    path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),
     path("", include("runtimes.api.urls")),
     path("", include("jobs.api.urls")),
+    # After the apps: their fixed paths under cluster/ (cluster/adopt/) win over a cluster's name.
+    path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
+    path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),
 ]
