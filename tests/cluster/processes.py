@@ -24,7 +24,7 @@ def portal_env(database: Path, var_dir: Path, **extra: str) -> dict[str, str]:
     """Return the environment of a portal process on the SQLite file ``database`` with its own ``var_dir``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "trainer_portal.settings",
            "DATABASE_URL": f"sqlite:///{database}", "TRAINER_PORTAL_VAR_DIR": str(var_dir), "LOG_LEVEL": "WARNING",
-           "DJANGO_DEBUG": "0", **extra}
+           **extra}
     env.pop("DJANGO_CACHE_URL", None)
     return env
 
@@ -67,6 +67,8 @@ def free_port() -> int:
 @contextmanager
 def web_server(database: Path, var_dir: Path, **extra: str):
     """Run ``manage.py runserver --noreload`` on a free port; yield its base URL; stop it on the way out."""
+    for folder in ("broker", "broker-control"):  # the file broker publishes into folders the worker made
+        (var_dir / folder).mkdir(parents=True, exist_ok=True)
     port = free_port()
     process = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                                cwd=ROOT, env=portal_env(database, var_dir, **extra), stdout=subprocess.DEVNULL,
