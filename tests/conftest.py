@@ -115,3 +115,13 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         test = database.setdefault("TEST", {})
         if database["ENGINE"] == "django.db.backends.sqlite3" and not test.get("NAME"):
             test["NAME"] = str(tmp_path_factory.mktemp("database") / f"test_{alias}.sqlite3")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_topology_snapshot_cache():
+    """Start every test without this process's cached live snapshots: each test has its own database."""
+    from trainer_portal.cluster import snapshots
+
+    snapshots.clear_cache()
+    yield
+    snapshots.clear_cache()

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from trainer_portal.cluster.api import ClusterApi
+from trainer_portal.cluster.api import ClusterApi, ClusterCheckApi, ClusterNamedApi
 from trainer_portal.cluster.registry_api import ClusterDetailApi, ClusterListApi
 
 urlpatterns = [
@@ -12,4 +12,7 @@ urlpatterns = [
     path("clusters/<str:name>/", ClusterDetailApi.as_view(), name="api-cluster-detail"),
     path("", include("runtimes.api.urls")),
     path("", include("jobs.api.urls")),
+    # After the apps: their fixed paths under cluster/ (cluster/adopt/) win over a cluster's name.
+    path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
+    path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),
 ]

@@ -305,6 +305,10 @@ CELERY_BEAT_SCHEDULE = {
     "policies-drift-check": {"task": "runtimes.tasks.policies_drift_check_task", "schedule": 300.0},
     "policies-requeue-unfinished": {"task": "runtimes.tasks.policies_requeue_unfinished_task", "schedule": 600.0},
     "cluster-topology-refresh": {"task": "trainer_portal.cluster.tasks.topology_refresh_task", "schedule": 120.0},
+    # Pages and the API show what this check stored; they never probe a cluster themselves.
+    "cluster-health-check": {
+        "task": "trainer_portal.cluster.tasks.cluster_check_task", "schedule": 60.0, "options": {"expires": 120},
+    },
     # Beat records its heartbeat when it publishes; the pulse makes it publish every 10 s. Expired pulses (no worker
     # for a while) are dropped, so they never pile up in the queue.
     "portal-beat-pulse": {
@@ -319,6 +323,12 @@ KUBE_CONTEXT = os.environ.get("TRAINER_PORTAL_KUBE_CONTEXT", "")
 KUBE_IN_CLUSTER = env_bool("TRAINER_PORTAL_IN_CLUSTER", False)
 KUBE_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_KUBE_TIMEOUT", "10"))
 KUBE_FIELD_MANAGER = "trainer-portal"
+# The longest a web request waits on a cluster (dry-run, apply, drift check) before answering 503 with Retry-After,
+# and the timeout of each background probe call (connection, APIs, CRD schema, gates, RBAC).
+CLUSTER_ACTION_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_CLUSTER_ACTION_TIMEOUT", "5"))
+CLUSTER_PROBE_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_CLUSTER_PROBE_TIMEOUT", "5"))
+# How often web processes look for a newer live topology snapshot in the database (one indexed query).
+SNAPSHOT_RECHECK_MS = float(os.environ.get("TRAINER_PORTAL_SNAPSHOT_RECHECK_MS", "250"))
 # Node label that marks a "network block"; no standard key exists (docs/reference/kubernetes-apis.md §6.9).
 TOPOLOGY_BLOCK_KEY = os.environ.get("TRAINER_PORTAL_BLOCK_KEY", "cloud.provider.com/topology-block")
 # The Lease `manage.py cluster_watch` processes elect their leader with (coordination.k8s.io/v1).

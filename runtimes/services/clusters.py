@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtimes.errors import PolicyError
-from trainer_portal import kube
-from trainer_portal.cluster.connections import connection_for
+from trainer_portal.cluster.connections import gateway_for_cluster  # noqa: F401 - the policy services' way in
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.errors import field as field_problem
-from trainer_portal.kube.client import gateway_for, get_gateway
 
 
 def default_cluster() -> Cluster:
@@ -89,14 +87,3 @@ def policy_targets_set(*, policy, names: Iterable[str] | None) -> list[Cluster]:
         policy.target_clusters.set(clusters_named(names, field="targetClusters"))
     policy.__dict__.pop("_cluster_syncs", None)
     return policy_targets(policy)
-
-
-def gateway_for_cluster(cluster: Cluster | None) -> kube.Gateway:
-    """Return a gateway to ``cluster`` (the default cluster's for None), cached per process and row version.
-
-    Raises KubeNotConfigured when the row cannot be turned into a connection (no kubeconfig stored, one no key
-    decrypts, a malformed Secret reference) and KubeError when a Secret holding the kubeconfig cannot be read.
-    """
-    if cluster is None or cluster.is_default:
-        return get_gateway()
-    return gateway_for(connection_for(cluster))

@@ -80,22 +80,24 @@ SNAPSHOT_CACHE_SIZE = 4
 
 
 
-def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | None = None) -> PreviewRequest:
+def preview_request_parse(data: Mapping[str, Any], *, live_available: bool | None = None,
+                          cluster: str | None = None) -> PreviewRequest:
     """Return the validated `PreviewRequest` for ``data`` (see `runtimes.domain.preview.preview_request_parse`).
 
-    ``live_available`` defaults to whether the worker has saved a live snapshot. Raises PreviewInputError.
+    ``live_available`` defaults to whether the worker has stored a live snapshot of ``cluster`` (the default cluster
+    when None). Raises PreviewInputError.
     """
-    return _parse(data, live_available=live_source_available() if live_available is None else live_available)
+    return _parse(data, live_available=live_source_available(cluster) if live_available is None else live_available)
 
 
 # ------------------------------------------------------------------------------------------------ topology sources
 
 
-def live_source_available() -> bool:
-    """Return True when the worker has saved a live cluster snapshot (`trainer_portal.cluster.snapshots`)."""
+def live_source_available(cluster: str | None = None) -> bool:
+    """Return True when the worker has stored a live snapshot of ``cluster`` (default cluster when None)."""
     from trainer_portal.cluster import snapshots as topology
 
-    return topology.live_source_available()
+    return topology.live_source_available(cluster)
 
 
 @dataclass(frozen=True)
@@ -145,14 +147,18 @@ def _synthetic_source(topology: SyntheticTopology, block_key: str, need: int, po
 _live_heat: dict[tuple[int, int], HeatBase] = {}
 
 
-def _live_source() -> _Source:
-    """Return the live cluster snapshot saved by the worker; raises PreviewInputError when there is none yet.
+def _live_source(cluster: str | None = None) -> _Source:
+    """Return the live snapshot of ``cluster`` (default cluster when None) the worker stored; raises
+    PreviewInputError when the cluster is unknown or has none yet.
 
-    The heat-map summary is kept for the current snapshot object and version, so typing does not redo it.
+    The heat-map summary is kept per snapshot object and version, so typing does not redo it.
     """
-    from trainer_portal.cluster import snapshots as topology
+    from trainer_portal.cluster import selectors as clusters
 
-    live = topology.live_snapshot()
+    try:
+        live = clusters.live_snapshot(clusters.cluster_named(cluster))
+    except clusters.UnknownCluster as exc:
+        raise PreviewInputError([{"path": "cluster", "message": exc.message}]) from None
     if live is None:
         raise PreviewInputError([{"path": "topology.source", "message": "no live cluster snapshot has been "
                                                                         "collected yet; use the synthetic source"}])
@@ -161,7 +167,8 @@ def _live_source() -> _Source:
     heat = _live_heat.get(stamp)
     if heat is None:
         heat = heat_base(snapshot.to_summary())
-        _live_heat.clear()  # only the current snapshot matters
+        if len(_live_heat) >= 8:  # one current snapshot per cluster is what matters
+            _live_heat.clear()
         _live_heat[stamp] = heat
     server = f" {live.server}" if getattr(live, "server", "") else ""
     description = (f"live cluster{server}: {counted(snapshot.node_count, 'node')}, "
@@ -258,10 +265,11 @@ def _main_request(expansion: Expansion) -> PlacementRequest | None:
     return max(requests, key=weight, default=None)
 
 
-def _source(request: PreviewRequest, expansion: Expansion) -> _Source:
-    """Return the snapshot source for `request`; the F5 pattern is shaped by the TrainJob's main gang."""
+def _source(request: PreviewRequest, expansion: Expansion, cluster: str | None = None) -> _Source:
+    """Return the snapshot source for `request` (live: ``cluster``'s); the F5 pattern is shaped by the TrainJob's
+    main gang."""
     if request.source == SOURCE_LIVE:
-        return _live_source()
+        return _live_source(cluster)
     need = pod_gpus = 0
     if request.synthetic.fragmentation == "F5":
         main = _main_request(expansion)
@@ -340,18 +348,21 @@ def _check_topology_keys(expansion: Expansion, keys: TopologyKeys, manifest: dic
 # ------------------------------------------------------------------------------------------------ entry points
 
 
-def preview_policy(*, name: str, request: PreviewRequest, snapshot: ClusterSnapshot | None = None) -> dict:
+def preview_policy(*, name: str, request: PreviewRequest, snapshot: ClusterSnapshot | None = None,
+                   cluster: str | None = None) -> dict:
     """Return the preview of saved policy `name` for `request` (see the module docstring for the shape).
 
     `snapshot` (a ClusterSnapshot) overrides the request's topology source, e.g. for a cluster page that already
-    holds one. Raises PolicyNotFound when there is no such policy, PreviewInputError when the request cannot be
-    previewed.
+    holds one; a live source is ``cluster``'s (the default cluster when None). Raises PolicyNotFound when there is
+    no such policy, PreviewInputError when the request cannot be previewed.
     """
     policy = policy_get(name=name)
-    return _preview(policy.manifest, request, policy_name=policy.name, saved=True, warnings=[], snapshot=snapshot)
+    return _preview(policy.manifest, request, policy_name=policy.name, saved=True, warnings=[], snapshot=snapshot,
+                    cluster=cluster)
 
 
-def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: ClusterSnapshot | None = None) -> dict:
+def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: ClusterSnapshot | None = None,
+                     cluster: str | None = None) -> dict:
     """Return the preview of an unsaved runtime `manifest` (an object, or YAML/JSON text) for `request`.
 
     The manifest is validated first; its errors are raised as PreviewInputError with paths under `manifest.`,
@@ -361,18 +372,19 @@ def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: Clu
     warnings = _validation_warnings(runtime, request)
     metadata = runtime.get("metadata") if isinstance(runtime.get("metadata"), dict) else {}
     name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
-    return _preview(runtime, request, policy_name=name, saved=False, warnings=warnings, snapshot=snapshot)
+    return _preview(runtime, request, policy_name=name, saved=False, warnings=warnings, snapshot=snapshot,
+                    cluster=cluster)
 
 
 def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved: bool, warnings: list[str],
-             snapshot: ClusterSnapshot | None = None) -> dict:
+             snapshot: ClusterSnapshot | None = None, cluster: str | None = None) -> dict:
 
     expansion = _expand(manifest, request)
     if snapshot is not None:
         source = _Source(snapshot, heat_base(snapshot.to_summary()), f"given snapshot: {snapshot.node_count:,} nodes",
                          None)
     else:
-        source = _source(request, expansion)
+        source = _source(request, expansion, cluster)
     _check_topology_keys(expansion, source.snapshot.keys, manifest)
     try:
         result = place(job_requests(expansion), source.snapshot)

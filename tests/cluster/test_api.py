@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from trainer_portal.cluster.tasks import cluster_check_task
+
 pytestmark = pytest.mark.django_db
 
 
@@ -16,6 +18,7 @@ def as_bob(bob):
 
 
 def test_the_cluster_endpoint_reports_versions_apis_and_the_crd_probe(cluster, as_bob):
+    cluster_check_task()
     body = as_bob.get("/api/v1/cluster/").json()
     assert body["reachable"] is True
     assert body["version"]["git_version"].startswith("v1.37")
@@ -37,6 +40,7 @@ def test_the_cluster_endpoint_reports_an_unreachable_cluster_with_a_hint(setting
         "current-context: a\n"
     )
     settings.KUBE_CONFIG_PATH = str(config)
+    cluster_check_task()
     body = as_bob.get("/api/v1/cluster/").json()
     assert body["reachable"] is False
     assert "connection" in body["error"]

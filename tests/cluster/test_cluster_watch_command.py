@@ -3,7 +3,6 @@ stops cleanly (exit 0) on SIGTERM or SIGINT; ``--once`` lists and exits."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from trainer_portal import kube
 from trainer_portal.kube import resources
 
+from .processes import migrated_database, portal_env, query
 from .support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,21 +27,29 @@ def node(name: str) -> dict:
 
 
 def command(cluster, var_dir: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "trainer_portal.settings",
-           "TRAINER_PORTAL_KUBECONFIG": cluster.kubeconfig, "TRAINER_PORTAL_VAR_DIR": str(var_dir),
-           "TRAINER_PORTAL_LEASE_NAME": LEASE_NAME, "LOG_LEVEL": "WARNING"}
-    env.pop("DATABASE_URL", None)
+    """Start ``manage.py cluster_watch ARGS`` on a migrated database file of its own, ``var_dir/portal.sqlite3``."""
+    database = var_dir / "portal.sqlite3"
+    if not database.exists():
+        migrated_database(var_dir)
+    env = portal_env(database, var_dir, TRAINER_PORTAL_KUBECONFIG=cluster.kubeconfig,
+                     TRAINER_PORTAL_LEASE_NAME=LEASE_NAME)
     return subprocess.Popen([sys.executable, "manage.py", "cluster_watch", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stored_nodes(var_dir: Path) -> int | None:
+    """Return the node count of the default cluster's stored snapshot in ``var_dir/portal.sqlite3`` (None: none)."""
+    rows = query(var_dir / "portal.sqlite3", "SELECT s.nodes FROM cluster_topologysnapshot s JOIN cluster_cluster c "
+                 "ON c.id = s.cluster_id WHERE c.is_default")
+    return rows[0][0] if rows else None
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_cluster_watch_saves_the_snapshot_holds_the_lease_and_stops_on_a_signal(cluster, gateway, tmp_path, signum):
     gateway.create(kube.CORE_NODE, body=node("cmd-n1"))
-    snapshot = tmp_path / "topology" / "live-snapshot.pickle"
     process = command(cluster, tmp_path, "--save-interval", "0.1")
     try:
-        wait_until(lambda: snapshot.exists() or process.poll() is not None, timeout=30)
+        wait_until(lambda: stored_nodes(tmp_path) == 1 or process.poll() is not None, timeout=30)
         assert process.poll() is None, process.stderr.read()
         lease = wait_until(lambda: gateway.get(resources.COORDINATION_LEASE, name=LEASE_NAME, namespace="default"))
         assert lease["spec"]["holderIdentity"].split("_")[1] == str(process.pid)
@@ -64,4 +72,5 @@ def test_cluster_watch_once_lists_saves_and_exits(cluster, gateway, tmp_path):
     out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "saved 1 nodes, 0 pods" in out
-    assert (tmp_path / "topology" / "live-snapshot.pickle").exists()
+    assert stored_nodes(tmp_path) == 1
+    assert not (tmp_path / "topology").exists()  # nothing on the host's disk

@@ -10,11 +10,13 @@ from runtimes.choices import SyncState
 from runtimes.domain.manifest import new_runtime
 from runtimes.models import PolicySync
 from runtimes.services.policies import policy_create
+from trainer_portal.cluster.tasks import cluster_check_task
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_cluster_page_shows_status_apis_probe_and_permissions(cluster, client, bob):
+    cluster_check_task()
     client.force_login(bob)
     response = client.get("/cluster/")
     assert response.status_code == 200
@@ -29,8 +31,10 @@ def test_the_cluster_page_shows_status_apis_probe_and_permissions(cluster, clien
 def test_the_cluster_page_explains_an_unreachable_cluster(settings, tmp_path, client, bob):
     settings.KUBE_CONFIG_PATH = str(tmp_path / "absent")
     client.force_login(bob)
+    assert "Not checked yet" in client.get("/cluster/").content.decode()
+    cluster_check_task()
     page = client.get("/cluster/").content.decode()
-    assert "unreachable" in page
+    assert "(cluster unreachable)" in page
     assert "TRAINER_PORTAL_KUBECONFIG" in page
 
 
@@ -41,6 +45,7 @@ def test_no_role_gets_403(client, charlie):
 
 def test_the_cluster_page_names_a_missing_permission_and_how_to_grant_it(cluster, client, bob):
     cluster.deny_access({"verb": "patch", "group": "trainer.kubeflow.org", "resource": "clustertrainingruntimes"})
+    cluster_check_task()
     client.force_login(bob)
     page = html.unescape(client.get("/cluster/").content.decode())
     assert 'Grant "patch" on clustertrainingruntimes.trainer.kubeflow.org' in page

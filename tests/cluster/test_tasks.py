@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import os
 import time
+from datetime import UTC, datetime
 
 import pytest
 
 from trainer_portal import kube
 from trainer_portal.cluster import snapshots, tasks
+from trainer_portal.cluster.models import TopologySnapshot
 from trainer_portal.kube.client import reset_gateway
 
 from .test_cluster_watch_command import node
 
 
+@pytest.mark.django_db
 def test_the_refresh_task_rebuilds_a_missing_or_stale_snapshot_and_leaves_a_fresh_one(cluster, gateway):
     gateway.create(kube.CORE_NODE, body=node("task-n1"))
-    assert tasks.topology_refresh_task() == "refreshed"
+    assert tasks.topology_refresh_task() == "default: refreshed"
     assert snapshots.live_snapshot().snapshot.node_count == 1
-    assert tasks.topology_refresh_task() == "fresh"
+    assert tasks.topology_refresh_task() == "default: fresh"
 
-    stale = time.time() - 600
-    os.utime(snapshots.snapshot_path(), (stale, stale))
+    TopologySnapshot.objects.update(taken_at=datetime.fromtimestamp(time.time() - 600, UTC))
     gateway.create(kube.CORE_NODE, body=node("task-n2"))
-    assert tasks.topology_refresh_task(max_age_seconds=90) == "refreshed"
+    assert tasks.topology_refresh_task(max_age_seconds=90) == "default: refreshed"
     assert snapshots.live_snapshot().snapshot.node_count == 2
 
 
+@pytest.mark.django_db
 def test_the_refresh_task_returns_the_error_when_the_cluster_is_unreachable(settings, tmp_path):
     settings.KUBE_CONFIG_PATH = str(tmp_path / "absent")
     reset_gateway()
@@ -34,7 +36,7 @@ def test_the_refresh_task_returns_the_error_when_the_cluster_is_unreachable(sett
         result = tasks.topology_refresh_task()
     finally:
         reset_gateway()
-    assert result != "refreshed" and "kubeconfig" in result.lower()
+    assert "refreshed" not in result and "kubeconfig" in result.lower()
     assert snapshots.live_snapshot() is None
 
 

@@ -52,9 +52,10 @@ def wait_until(predicate, timeout: float = 15.0):
 
 
 @pytest.fixture
-def running_watch(gateway, tmp_path):
-    """A hub with only the topology handler, saving to a file of its own; yields the handler (``.hub`` set)."""
-    handler = handlers.TopologySnapshotHandler(path=tmp_path / "snapshot.pickle", save_interval=0.1)
+def running_watch(gateway):
+    """A hub with only the topology handler, storing the default cluster's snapshot (from the hub's thread, hence a
+    database the thread sees); yields the handler (``.hub`` set)."""
+    handler = handlers.TopologySnapshotHandler(save_interval=0.1)
     hub = informers.InformerHub(gateway=gateway, factories=[lambda: handler], timeout_seconds=1, backoff_max=0.2)
     handler.hub = hub
     thread = threading.Thread(target=hub.run, daemon=True)
@@ -71,6 +72,8 @@ def _matches(handler, gateway) -> bool:
     return ours == fresh_fingerprint(gateway)
 
 
+# The hub's thread stores the snapshot: it must see committed rows (and the migrated default cluster comes back).
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_snapshot_follows_the_cluster_and_recovers_from_cut_and_expired_watches(
     cluster, gateway, running_watch, tmp_path
 ):
@@ -101,16 +104,16 @@ def test_the_snapshot_follows_the_cluster_and_recovers_from_cut_and_expired_watc
     assert expected["n9"][4] == 4  # p9's four GPUs are in use on n9
 
     # What the web process reads back equals the live state too.
-    wait_until(lambda: (snapshots.live_snapshot(tmp_path / "snapshot.pickle") is not None))
+    wait_until(lambda: (snapshots.live_snapshot() is not None))
     running_watch.save()
-    saved = snapshots.live_snapshot(tmp_path / "snapshot.pickle")
+    saved = snapshots.live_snapshot()
     assert snapshot_fingerprint(saved.snapshot) == expected
     assert saved.label_counts["topology.kubernetes.io/rack"] == {"r0": 2, "r1": 1, "r9": 1}
     assert saved.age_seconds < 60
 
 
-def test_a_one_shot_refresh_saves_a_snapshot_with_label_counts(cluster, gateway, settings, tmp_path):
-    settings.VAR_DIR = tmp_path
+@pytest.mark.django_db
+def test_a_one_shot_refresh_saves_a_snapshot_with_label_counts(cluster, gateway):
     assert snapshots.live_snapshot() is None and snapshots.live_source_available() is False
     gateway.create(kube.CORE_NODE, body=node("solo", rack="r1"))
     gateway.create(kube.CORE_POD, body=pod("solo-pod", "solo", gpus=3))
@@ -119,7 +122,7 @@ def test_a_one_shot_refresh_saves_a_snapshot_with_label_counts(cluster, gateway,
 
     assert snapshots.live_source_available() is True
     loaded = snapshots.live_snapshot()
-    assert loaded.snapshot.node_count == 1 and loaded.snapshot.pod_count == 1
+    assert loaded.snapshot.node_count == 1 and loaded.stats["pods"] == 1
     assert snapshot_fingerprint(loaded.snapshot) == snapshot_fingerprint(live.snapshot)
     keys = {item["key"]: item for item in loaded.label_keys()}
     assert keys["topology.kubernetes.io/rack"]["values"] == [{"value": "r1", "count": 1}]

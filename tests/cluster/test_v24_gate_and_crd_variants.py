@@ -61,7 +61,7 @@ def sandbox_with(settings):
 def test_the_topology_gate_is_detected_on_and_off(sandbox_with, args, enabled):
     gateway = sandbox_with(*args)
 
-    gate = status.cluster_status(gateway=gateway, include_permissions=False)["topology_gate"]
+    gate = status.check_cluster(gateway=gateway, include_permissions=False)["topology_gate"]
 
     assert gate["enabled"] is enabled
     if not enabled:
@@ -76,6 +76,7 @@ def test_with_the_gate_off_every_policy_using_a_topology_key_is_warned(sandbox_w
     plain["metadata"]["name"] = "no-topology"
     services.policy_create(manifest=plain, author=alice, source=RevisionSource.API)
     sandbox_with(*GATE_OFF)
+    status.check_cluster()
     client.force_login(alice)
 
     page = client.get("/cluster/").content.decode()
@@ -95,7 +96,7 @@ def test_with_the_gate_off_every_policy_using_a_topology_key_is_warned(sandbox_w
 def test_the_crd_variant_is_read_from_the_installed_schema(sandbox_with, variant, present, form):
     gateway = sandbox_with("--trainer-crd", variant)
 
-    schema = status.cluster_status(gateway=gateway, include_permissions=False)["crd_schema"]
+    schema = status.check_cluster(gateway=gateway, include_permissions=False)["crd_schema"]
 
     assert (schema["present"], schema["disruption_mode"]) == (present, form)
     if not present:

@@ -52,7 +52,7 @@ def _string_disruption_mode(crd: dict) -> dict:
 
 
 def test_a_1_37_cluster_is_supported_keeps_topology_and_embeds_the_union_form(gateway):
-    result = status.cluster_status(gateway=gateway, include_permissions=False)
+    result = status.check_cluster(gateway=gateway, include_permissions=False)
 
     assert result["scheduling_support"]["supported"] is True
     assert result["topology_gate"]["enabled"] is True
@@ -67,7 +67,7 @@ def test_validation_follows_the_last_check(gateway):
     before = services.policy_validate(manifest=legacy)
     assert before.ok and "scheduling.disruption_mode.legacy_string" in before.codes
 
-    status.cluster_status(gateway=gateway, include_permissions=False)
+    status.check_cluster(gateway=gateway, include_permissions=False)
 
     after = services.policy_validate(manifest=legacy)
     assert [p.code for p in after.errors] == ["scheduling.disruption_mode.cluster_form"]
@@ -76,7 +76,7 @@ def test_validation_follows_the_last_check(gateway):
 def test_a_crd_with_the_string_form_is_read_and_validation_follows_it(gateway):
     _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
 
-    schema = status.cluster_status(gateway=gateway, include_permissions=False)["crd_schema"]
+    schema = status.check_cluster(gateway=gateway, include_permissions=False)["crd_schema"]
 
     assert schema["disruption_mode"] == "string" and "v1alpha2" in schema["embedded_types"]
     union = with_scheduling("torch", {**ZONE_GANG, "disruptionMode": {"all": {}}})
@@ -87,7 +87,7 @@ def test_a_crd_with_the_string_form_is_read_and_validation_follows_it(gateway):
 def test_a_crd_without_spec_scheduling_is_reported_as_trainer_before_v24(gateway):
     _replace_crd(gateway, yaml.safe_load(CRD_FILE.read_text()))
 
-    result = status.cluster_status(gateway=gateway, include_permissions=False)
+    result = status.check_cluster(gateway=gateway, include_permissions=False)
 
     assert result["crd_schema"]["present"] is False
     assert "Trainer < v2.4 or the TrainJobWorkloadAwareScheduling gate is off" in result["crd_schema"]["summary"]
@@ -99,7 +99,7 @@ def test_a_cluster_serving_only_1_36_is_reported_as_such():
 
     with SandboxProcess(topology="none", controllers=False, kube_version="1.36") as sandbox:
         gateway = build_gateway(kube.KubeSettings(config_path=sandbox.kubeconfig))
-        result = status.cluster_status(gateway=gateway, include_permissions=False)
+        result = status.check_cluster(gateway=gateway, include_permissions=False)
 
     support = result["scheduling_support"]
     assert support["supported"] is False
@@ -109,6 +109,7 @@ def test_a_cluster_serving_only_1_36_is_reported_as_such():
 
 
 def test_the_api_and_the_page_show_the_checks(cluster, bob):
+    status.check_cluster()
     api = APIClient()
     api.force_authenticate(bob)
     body = api.get("/api/v1/cluster/").json()
@@ -130,7 +131,7 @@ def test_exports_write_disruption_mode_in_the_clusters_form(gateway, alice, clie
     assert "all: {}" in client.get(f"/runtimes/{name}/export/").content.decode()
 
     _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
-    status.cluster_status(gateway=gateway, include_permissions=False)
+    status.check_cluster(gateway=gateway, include_permissions=False)
 
     for url in (f"/runtimes/{name}/export/", f"/api/v1/runtimes/{name}/export/", "/runtimes/export/"):
         text = client.get(url).content.decode()
@@ -145,7 +146,7 @@ def test_the_editor_checks_follow_the_last_cluster_check(gateway, alice, client)
     assert "scheduling.disruption_mode.cluster_form" not in str(client.get(edit).context["problems"])
 
     _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
-    status.cluster_status(gateway=gateway, include_permissions=False)
+    status.check_cluster(gateway=gateway, include_permissions=False)
 
     codes = [p["code"] for p in client.get(edit).context["problems"]]
     assert "scheduling.disruption_mode.cluster_form" in codes
@@ -159,7 +160,7 @@ def test_the_guided_form_writes_the_clusters_disruption_mode_form(gateway, alice
     manifest = with_scheduling("torch", ZONE_GANG)
     services.policy_create(manifest=manifest, author=alice)
     _replace_crd(gateway, _string_disruption_mode(_installed_crd(gateway)))
-    status.cluster_status(gateway=gateway, include_permissions=False)
+    status.check_cluster(gateway=gateway, include_permissions=False)
     client.force_login(alice)
 
     data = shown_data(manifest, l1_disruption_mode="all")

@@ -250,6 +250,7 @@ def test_it_sends_anonymous_users_to_the_login_page(db):
 # --------------------------------------------------------------------------------------------------- form mapping
 
 
+@pytest.mark.django_db  # the form's default source asks whether a live snapshot is stored
 def test_it_maps_form_fields_to_the_api_shape_and_errors_back():
     data = request_data_from_form(form(gpu="4", composite="on"))
 

@@ -29,6 +29,10 @@ SMALL = {"zones": 2, "blocksPerZone": 2, "racksPerBlock": 2, "nodesPerRack": 4, 
 # --------------------------------------------------------------------------------------------------- fixtures
 
 
+# Which topology source a request defaults to depends on whether a live snapshot is stored (in the database).
+pytestmark = pytest.mark.django_db
+
+
 def level1(name: str = "torch-l1", key: str = ZONE) -> dict:
     """Return a torch runtime whose whole TrainJob is one gang inside one domain of `key`."""
     manifest = new_runtime(name)

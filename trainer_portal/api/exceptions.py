@@ -87,7 +87,8 @@ def _kube_response(exc: KubeError) -> Response:
         fields=fields,
         extra={"cluster": exc.as_dict()},
     )
-    return Response(body, status=status)
+    # A cluster that did not answer (in time) is a 503 like any other: say when to come back.
+    return Response(body, status=status, headers=_retry_after(status))
 
 
 def _retry_after(status: int) -> dict[str, str] | None:

@@ -1,9 +1,12 @@
-"""``GET /api/v1/cluster/``: the cluster connection status (any portal role), and its serializers (documentation of
-the plain data `status.cluster_status` returns; keep them in step)."""
+"""``GET /api/v1/cluster/`` (``?cluster=NAME``) and ``GET /api/v1/cluster/{name}/``: a cluster's last stored
+connection status (any portal role); ``POST /api/v1/cluster/{name}/check/``: ask the worker to check it now. Also
+the serializers (documentation of the plain data `status.stored_status` returns; keep them in step).
+
+Nothing here reaches a cluster: the status is what the worker's background check stored, with ``checkedAt``."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -13,7 +16,7 @@ from trainer_portal.health.selectors import background_health
 from trainer_portal.health.serializers import BackgroundHealthFields
 from trainer_portal.permissions import IsViewer
 
-from . import selectors
+from . import selectors, services
 
 # The project-wide error body ({"error": {code, message, fields}}), documented once as the "Error" component.
 ERROR_BODY = {"$ref": "#/components/schemas/Error"}
@@ -91,27 +94,90 @@ class ClusterStatusSerializer(BackgroundHealthFields):
     topologyGate = TopologyGateSerializer(allow_null=True)
     crdSchema = CrdSchemaSerializer(allow_null=True)
     permissions = ClusterPermissionSerializer(many=True)
-    checkedAt = serializers.FloatField(help_text="Unix time of the check.")
+    checkedAt = serializers.FloatField(allow_null=True, help_text="Unix time of the last background check; null "
+                                       "before the first.")
     elapsedMs = serializers.FloatField()
+    cluster = serializers.CharField(help_text="The cluster's name.")
+    checked = serializers.BooleanField(help_text="False until the worker has checked the cluster once.")
+    stale = serializers.BooleanField(help_text="The last check is older than three check intervals (or none).")
+    checkRequestedAt = serializers.FloatField(allow_null=True, help_text='Unix time of the last "check now".')
+
+
+class CheckRequestedSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    queued = serializers.BooleanField(help_text="False when a check was already asked for moments ago.")
+    checkRequestedAt = serializers.FloatField()
+
+
+CLUSTER_PARAM = OpenApiParameter("cluster", str, description="A cluster's name (default: the default cluster).")
+_STATUS_DOC = (
+    "What the worker's last background check of the cluster found (every minute, and on `POST …/check/`): how the "
+    "portal connects, whether the API server answered, its version, the served APIs, whether the installed CRD "
+    "keeps spec.scheduling, and the worker's permissions, with `checkedAt` and `stale`. Never waits on the cluster "
+    "and never an error status for an unreachable cluster (`reachable: false` with `error` and `hint`). Keys are "
+    "camelCase; until the next release each also appears under its first-release snake_case name "
+    "(`field_manager`, …) unless `?dialect=camel` is given."
+)
+_NOT_FOUND = OpenApiResponse(ERROR_BODY, description="No cluster has that name (`error.fields[0].path` = cluster).")
+_FORBIDDEN = OpenApiResponse(ERROR_BODY, description="Not logged in, or your role may not do this.")
+
+
+def _status_response(request, cluster) -> Response:
+    body = camel_body(selectors.cluster_status(cluster), legacy=wants_legacy_keys(request))
+    return Response({**body, **background_health().as_api()})
 
 
 class ClusterApi(APIView):
-    """The cluster connection status (GET, viewer)."""
+    """The default (or ``?cluster=``) cluster's stored connection status (GET, viewer)."""
 
     permission_classes = [IsViewer]
 
     @extend_schema(
         operation_id="cluster_status",
         summary="Cluster connection status",
-        description="How the portal connects, whether the API server answers, its version, the served APIs, "
-        "whether the installed CRD keeps spec.scheduling, and the worker's permissions. Never an error status: "
-        "an unreachable cluster has `reachable: false` with `error` and `hint`. Keys are camelCase; until the "
-        "next release each also appears under its first-release snake_case name (`field_manager`, …) unless "
-        "`?dialect=camel` is given.",
-        responses={200: ClusterStatusSerializer,
-                   403: OpenApiResponse(ERROR_BODY, description="Not logged in, or your role may not do this.")},
+        description=_STATUS_DOC,
+        parameters=[CLUSTER_PARAM],
+        responses={200: ClusterStatusSerializer, 403: _FORBIDDEN, 404: _NOT_FOUND},
         tags=["cluster sync"],
     )
     def get(self, request):
-        body = camel_body(selectors.cluster_status(), legacy=wants_legacy_keys(request))
-        return Response({**body, **background_health().as_api()})
+        return _status_response(request, selectors.cluster_named(request.query_params.get("cluster")))
+
+
+class ClusterNamedApi(APIView):
+    """One named cluster's stored connection status (GET, viewer)."""
+
+    permission_classes = [IsViewer]
+
+    @extend_schema(
+        operation_id="cluster_status_named",
+        summary="One cluster's connection status",
+        description=_STATUS_DOC,
+        responses={200: ClusterStatusSerializer, 403: _FORBIDDEN, 404: _NOT_FOUND},
+        tags=["cluster sync"],
+    )
+    def get(self, request, name: str):
+        return _status_response(request, selectors.cluster_named(name))
+
+
+class ClusterCheckApi(APIView):
+    """Ask the worker to check one cluster now (POST, viewer): 202, the check runs in the background."""
+
+    permission_classes = [IsViewer]
+
+    @extend_schema(
+        operation_id="cluster_check",
+        summary="Check a cluster now",
+        description="Queues a background check of the cluster (connection, APIs, CRD schema, gates, RBAC) and "
+        "answers at once with 202; `GET /api/v1/cluster/{name}/` shows the result when `checkedAt` passes "
+        "`checkRequestedAt`. A second request within a few seconds queues nothing (`queued: false`). 503 with "
+        "Retry-After when the task queue cannot be reached.",
+        request=None,
+        responses={202: CheckRequestedSerializer, 403: _FORBIDDEN, 404: _NOT_FOUND,
+                   503: OpenApiResponse(ERROR_BODY, description="The task queue is unreachable; retry later.")},
+        tags=["cluster sync"],
+    )
+    def post(self, request, name: str):
+        cluster = selectors.cluster_named(name)
+        queued, requested_at = services.request_check(cluster)
+        return Response({"cluster": cluster.name, "queued": queued, "checkRequestedAt": requested_at}, status=202)

@@ -8,17 +8,26 @@ Stored kubeconfigs are encrypted with Fernet (AES-128-CBC + HMAC-SHA256) under `
 (several comma-separated keys rotate: the first encrypts, all decrypt). Embedded mode without that setting derives
 the key from ``SECRET_KEY``; production refuses to start without it (``settings.py``). Nothing here logs or returns
 a kubeconfig except :func:`connection_for`, to the gateway.
+
+Gateways with bounded timeouts: background probes use `probe_gateway` (``CLUSTER_PROBE_TIMEOUT_SECONDS``); anything
+a web request must do on a cluster (dry-run, apply, drift check) uses `action_gateway`
+(``CLUSTER_ACTION_TIMEOUT_SECONDS``), so a hung API server costs a web worker that long at most and the request
+answers 503 with Retry-After. `gateway_for_cluster` is the one place that maps a Cluster row to its gateway.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+import os
+import threading
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from trainer_portal.kube.config import ClusterConnection, ConnectionKind
+from trainer_portal.kube.client import Gateway, build_gateway, gateway_for, get_gateway
+from trainer_portal.kube.config import ClusterConnection, ConnectionKind, KubeSettings, load_settings
 from trainer_portal.kube.errors import KubeNotConfigured
 
 # Domain separation: the derived key is not any other use of SECRET_KEY.
@@ -99,3 +108,82 @@ def default_connection() -> ClusterConnection | None:
     if cluster is None or cluster.connection == ConnectionKind.SETTINGS:
         return None
     return connection_for(cluster)
+
+
+DEFAULT_ACTION_TIMEOUT_SECONDS = 5.0
+DEFAULT_PROBE_TIMEOUT_SECONDS = 5.0
+
+_bounded: dict[str, Gateway] = {}
+_bounded_lock = threading.Lock()
+
+
+def gateway_for_cluster(cluster=None) -> Gateway:
+    """Return the gateway of ``cluster`` (a ``Cluster`` row; the default cluster when None).
+
+    Raises KubeNotConfigured when the cluster's connection cannot be loaded (and KubeError when a Secret holding its
+    kubeconfig cannot be read).
+    """
+    if cluster is None or cluster.is_default:
+        return get_gateway()
+    return gateway_for(connection_for(cluster))
+
+
+def action_timeout() -> float:
+    """Return the seconds a web request may wait on a cluster (``CLUSTER_ACTION_TIMEOUT_SECONDS``)."""
+    return float(getattr(settings, "CLUSTER_ACTION_TIMEOUT_SECONDS", DEFAULT_ACTION_TIMEOUT_SECONDS))
+
+
+def probe_timeout() -> float:
+    """Return the seconds one background probe call may take (``CLUSTER_PROBE_TIMEOUT_SECONDS``)."""
+    return float(getattr(settings, "CLUSTER_PROBE_TIMEOUT_SECONDS", DEFAULT_PROBE_TIMEOUT_SECONDS))
+
+
+def _bounded_gateway(cluster, timeout: float) -> Gateway:
+    base = gateway_for_cluster(cluster)
+    bounded = dataclasses.replace(base.settings, timeout=min(float(timeout), base.settings.timeout))
+    if bounded == base.settings:
+        return base
+    key = f"{os.getpid()}:{bounded!r}"
+    with _bounded_lock:
+        gateway = _bounded.get(key)
+        if gateway is None:
+            if len(_bounded) > 16:
+                _bounded.clear()
+            gateway = build_gateway(bounded)
+            _bounded[key] = gateway
+        return gateway
+
+
+def action_gateway(cluster=None) -> Gateway:
+    """Return the cluster's gateway with every call bounded by `action_timeout` (for work a web request waits on).
+
+    Raises KubeNotConfigured.
+    """
+    return _bounded_gateway(cluster, action_timeout())
+
+
+def probe_gateway(cluster=None) -> Gateway:
+    """Return the cluster's gateway with every call bounded by `probe_timeout` (for background checks).
+
+    Raises KubeNotConfigured.
+    """
+    return _bounded_gateway(cluster, probe_timeout())
+
+
+def kube_settings_for(cluster=None) -> KubeSettings:
+    """Return the `KubeSettings` describing how ``cluster`` is reached (the default cluster when None), without
+    reaching it: no Secret is read and no kubeconfig decrypted, so pages can describe a connection at no cost.
+    Never raises."""
+    base = load_settings()
+    if cluster is None:
+        return base
+    kind = cluster.connection
+    if kind == ConnectionKind.IN_CLUSTER:
+        return dataclasses.replace(base, config_path="", context="", in_cluster=True)
+    if kind == ConnectionKind.KUBECONFIG:
+        return dataclasses.replace(base, config_path="", context=cluster.kubeconfig_context,
+                                   source=f'kubeconfig stored for cluster "{cluster.name}"')
+    if kind == ConnectionKind.SECRET:
+        return dataclasses.replace(base, config_path="", context=cluster.kubeconfig_context,
+                                   source=f"kubeconfig in Secret {cluster.secret_ref}")
+    return base

@@ -1,7 +1,9 @@
-"""Watch-event handlers of the cluster app: the live topology snapshot (nodes + pods → placement snapshot file).
+"""Watch-event handlers of the cluster app: the live topology snapshot (nodes + pods → the cluster's stored
+snapshot, see ``cluster.snapshots``).
 
-`TopologySnapshotHandler` is registered with the informer hub by the app's ``ready()``; it needs no leadership:
-every host running ``cluster_watch`` keeps its own snapshot file current.
+`TopologySnapshotHandler` is registered with the informer hub by the app's ``ready()``; one handler serves one
+cluster (``cluster=``; the default cluster when None). It needs no leadership: every watcher of a cluster writes
+the same facts, and the version counter makes concurrent saves safe.
 """
 
 from __future__ import annotations
@@ -9,13 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from trainer_portal.kube.resources import NODE, POD, ResourceKind
 from trainer_portal.placement.tracker import LiveSnapshot, TopologyTracker
 
-from . import informers, snapshots
+from . import connections, informers, snapshots
+from .models import Cluster, resolve_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +30,14 @@ class TopologySnapshotHandler:
     kinds: tuple[ResourceKind, ...] = (NODE, POD)
     needs_leader = False
 
-    def __init__(self, *, path: Path | None = None, save_interval: float = snapshots.SAVE_INTERVAL_SECONDS,
-                 source: str = "watch") -> None:
-        self.path = path
+    def __init__(self, *, cluster: Cluster | str | None = None,
+                 save_interval: float = snapshots.SAVE_INTERVAL_SECONDS, source: str = "watch") -> None:
+        """Raises Cluster.DoesNotExist for an unknown cluster (name)."""
+        self.cluster = resolve_cluster(cluster)
         self.save_interval = save_interval
         self.source = source
         self.server = ""
-        self.tracker = TopologyTracker(snapshots.topology_keys())
+        self.tracker = TopologyTracker(snapshots.topology_keys(self.cluster))
         self.lock = threading.Lock()  # held while applying; tests read the tracker under it
         self.saves = 0
         self.malformed = 0
@@ -68,12 +71,21 @@ class TopologySnapshotHandler:
         """Save when changed and the save interval passed, or when the heartbeat is due; never before both lists."""
         now = time.monotonic()
         due = self.tracker.changed and now - self._last_save >= self.save_interval
-        if self.tracker.ready and (due or now - self._last_save >= snapshots.HEARTBEAT_SECONDS):
+        if not self.tracker.ready:
+            return
+        if due or (self.tracker.changed and not self.saves):
             self.save()
             self._last_save = now
+        elif now - self._last_save >= snapshots.HEARTBEAT_SECONDS:
+            # Nothing changed: say the stored snapshot is still current, without a new version to decode.
+            if self.saves and snapshots.touch_live_snapshot(self.cluster):
+                self._last_save = now
+            else:
+                self.save()
+                self._last_save = now
 
     def leadership_gained(self) -> None:
-        """Nothing to reconcile: every host keeps its own snapshot."""
+        """Nothing to reconcile: the snapshot needs no leader."""
 
     def close(self) -> None:
         """Save a final snapshot when something changed since the last save."""
@@ -87,17 +99,20 @@ class TopologySnapshotHandler:
                 "saves": self.saves, "malformed": self.malformed}
 
     def save(self) -> LiveSnapshot:
-        """Save the current snapshot now and return it. Raises OSError when the file cannot be written."""
+        """Store the current snapshot now and return it. Raises the database's errors."""
         with self.lock:
             live = self.tracker.to_live(source=self.source, server=self.server, stats=self.status())
             self.tracker.changed = False
-        snapshots.save_live_snapshot(live, self.path)
+        snapshots.save_live_snapshot(live, self.cluster)
         self.saves += 1
         return live
 
 
-def topology_refresh(*, gateway: informers.Gateway | None = None, path: Path | None = None) -> LiveSnapshot:
-    """List all nodes and pods, build a fresh snapshot, save it and return it. Raises KubeError."""
-    handler = TopologySnapshotHandler(path=path, source="list")
-    informers.list_once(handler, gateway=gateway)
+def topology_refresh(*, gateway: informers.Gateway | None = None, cluster: Cluster | str | None = None) -> LiveSnapshot:
+    """List all nodes and pods of the cluster (default when None), store a fresh snapshot and return it.
+
+    Raises KubeError, Cluster.DoesNotExist.
+    """
+    handler = TopologySnapshotHandler(cluster=cluster, source="list")
+    informers.list_once(handler, gateway=gateway or connections.gateway_for_cluster(handler.cluster))
     return handler.save()

@@ -69,3 +69,61 @@ def default_cluster_id() -> int | None:
     Writers that serve one cluster pass it explicitly.
     """
     return Cluster.objects.filter(is_default=True).values_list("pk", flat=True).first()
+
+
+class TopologySnapshot(models.Model):
+    """The live topology snapshot of one cluster, as every web replica reads it (see ``cluster.snapshots``).
+
+    ``blob`` is the snapshot in the portal's own versioned binary format (numpy arrays and JSON, never a pickle);
+    ``version`` grows by one on every save that changed it, so a reader's per-process cache checks one integer.
+    ``taken_at`` is when the writer last knew the snapshot current: a heartbeat moves it without a new version.
+    """
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="topology_snapshot")
+    version = models.PositiveBigIntegerField(default=0)
+    format = models.PositiveSmallIntegerField(help_text="Version of the binary format of blob.")
+    blob = models.BinaryField()
+    taken_at = models.DateTimeField(help_text="When the writer last knew the snapshot current.")
+    saved_at = models.DateTimeField(auto_now=True)
+    nodes = models.PositiveIntegerField(default=0)
+    pods = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=16, blank=True, help_text='"watch" or "list".')
+    server = models.CharField(max_length=400, blank=True)
+
+    def __str__(self) -> str:
+        return f"topology of {self.cluster_id} v{self.version}"
+
+
+class ClusterHealth(models.Model):
+    """What the last background check of one cluster found: connection, versions, APIs, CRD schema, gates, RBAC
+    (``status``, the plain data of ``status.probe_cluster``) and the scheduling facts validation follows
+    (``facts``). Written only by the worker's check task; read by pages, the API and validation."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="health")
+    reachable = models.BooleanField(default=False)
+    status = models.JSONField(default=dict, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True, help_text="When the last check finished.")
+    check_requested_at = models.DateTimeField(null=True, blank=True, help_text='Last "Check now".')
+
+    def __str__(self) -> str:
+        return f"health of {self.cluster_id}"
+
+
+def cluster_filter(cluster: Cluster | str | None, *, prefix: str = "") -> dict[str, object]:
+    """Return the queryset filter selecting ``cluster``: the default cluster for None, a row, or a name."""
+    if cluster is None:
+        return {f"{prefix}is_default": True}
+    if isinstance(cluster, Cluster):
+        return {f"{prefix}pk": cluster.pk}
+    return {f"{prefix}name": str(cluster)}
+
+
+def resolve_cluster(cluster: Cluster | str | None) -> Cluster:
+    """Return the Cluster row for ``cluster`` (itself, by name, or the default for None).
+
+    Raises Cluster.DoesNotExist when no such cluster (or no default) exists.
+    """
+    if isinstance(cluster, Cluster):
+        return cluster
+    return Cluster.objects.get(**cluster_filter(cluster))

@@ -12,35 +12,72 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from trainer_portal.cluster import snapshots, status
+from trainer_portal.errors import PortalError, field
+from trainer_portal.placement.tracker import LiveSnapshot
+
+from . import snapshots, status
+from .models import Cluster
 
 LABEL_KEYS_SHOWN = 40
 PANEL_SLOTS = ("actions", "aside")
 
 
-def cluster_status(**kwargs: Any) -> dict[str, Any]:
-    """Return the connection/API/CRD/RBAC status as plain data (see `status.cluster_status`); never raises."""
-    return status.cluster_status(**kwargs)
+class UnknownCluster(PortalError):
+    """The request named a cluster the portal does not manage (404, field ``cluster``)."""
+
+    code = "not_found"
+    status = 404
 
 
-def scheduling_facts() -> dict[str, Any]:
-    """Return what validation follows from the last status check: ``{topology_gate, disruption_mode}``."""
-    return status.scheduling_facts()
+def clusters() -> list[Cluster]:
+    """Return every cluster, the default first (for pickers)."""
+    return list(Cluster.objects.order_by("-is_default", "name"))
 
 
-def label_key_counts() -> list[dict[str, Any]]:
+def cluster_named(name: str | None) -> Cluster:
+    """Return the cluster called ``name`` (the default cluster for None or ""). Raises UnknownCluster naming the
+    ``cluster`` field and the clusters that exist."""
+    name = (name or "").strip()
+    found = Cluster.objects.filter(**({"name": name} if name else {"is_default": True})).first()
+    if found is None:
+        known = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+        message = (f"No cluster is named {name!r}; use one of: {known}." if name
+                   else "No default cluster is configured; name one with ?cluster=NAME.")
+        raise UnknownCluster(message, fields=[field("cluster", message, "not_found")])
+    return found
+
+
+def cluster_status(cluster: Cluster | str | None = None) -> dict[str, Any]:
+    """Return the cluster's last stored connection/API/CRD/RBAC status (see `status.stored_status`) with
+    ``checked_at`` and ``stale``; never reaches the cluster. Raises Cluster.DoesNotExist for an unknown name."""
+    return status.stored_status(cluster)
+
+
+def scheduling_facts(cluster: Cluster | str | None = None) -> dict[str, Any]:
+    """Return what validation follows from the cluster's last stored check: ``{topology_gate, disruption_mode}``
+    (the default cluster when None). Every web replica answers the same."""
+    return status.scheduling_facts(cluster)
+
+
+def live_snapshot(cluster: Cluster | str | None = None) -> LiveSnapshot | None:
+    """Return the cluster's stored live topology snapshot (cached per process by version), or None."""
+    return snapshots.live_snapshot(cluster)
+
+
+def label_key_counts(cluster: Cluster | str | None = None) -> list[dict[str, Any]]:
     """Return ``[{key, nodes, values: [{value, count}]}]`` of the live snapshot's node labels ([] without one)."""
-    live = snapshots.live_snapshot()
+    live = snapshots.live_snapshot(cluster)
     return live.label_keys() if live is not None else []
 
 
-def live_snapshot_summary() -> dict[str, Any]:
-    """Return ``{snapshot, snapshot_age, label_keys}`` for the page: the LiveSnapshot (or None), its file age in
-    seconds (or None) and its first node label keys."""
-    live = snapshots.live_snapshot()
+def live_snapshot_summary(cluster: Cluster | str | None = None) -> dict[str, Any]:
+    """Return ``{snapshot, snapshot_age, snapshot_pods, label_keys}`` for the page: the LiveSnapshot (or None), its
+    age in seconds (or None), the pods it counts and its first node label keys."""
+    live = snapshots.live_snapshot(cluster)
     return {
         "snapshot": live,
-        "snapshot_age": snapshots.snapshot_age_seconds(),
+        "snapshot_age": live.age_seconds if live is not None else None,
+        "snapshot_pods": (live.stats.get("pods", live.snapshot.pod_count) if live is not None else 0),
         "label_keys": live.label_keys()[:LABEL_KEYS_SHOWN] if live else [],
     }
 

@@ -1,99 +1,303 @@
-"""The live topology snapshot store: a pickle of a `LiveSnapshot` under ``settings.VAR_DIR/topology/``.
+"""The live topology snapshot store: one `TopologySnapshot` row per cluster, in the database every process shares.
 
-Writer: the topology handler of ``manage.py cluster_watch`` (or the beat refresh). Readers (web processes):
-:func:`live_snapshot` returns the last saved snapshot, re-reading the file only when it changed. The file is written
-atomically (temp file + rename), so readers never see half a snapshot. It is a pickle written only by our own
-watcher; it is never read from anywhere a user can write to. A file written by an older release that no longer
-unpickles is reported as "no snapshot yet" until the next save replaces it.
+Writers: the topology handler of ``manage.py cluster_watch`` and the beat refresh task (`save_live_snapshot`, and
+`touch_live_snapshot` for a heartbeat that changed nothing). Readers (every web replica: preview, validation,
+jobs explain, the cluster page): `live_snapshot` returns the stored snapshot through a per-process cache keyed by
+(cluster, version). A cached read costs at most one indexed query for the version (none at all within
+``TRAINER_PORTAL_SNAPSHOT_RECHECK_MS`` of the last check) and a version is decoded once per process.
+
+The stored form is the portal's own versioned binary format (`encode_live` / `decode_live`): the node arrays and the
+interned string tables as numpy arrays in an ``.npz`` container plus one JSON document, loaded with pickling
+refused, so the database never holds code to run. It carries the node inventory and what every pod holds
+(folded into the used-resource arrays); the per-pod index the watcher needs to apply further events is not stored
+(a reader never applies events), only the number of pods.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import logging
-import os
-import pickle
-import tempfile
 import threading
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
-from trainer_portal.placement.snapshot import TopologyKeys
+from trainer_portal.placement.snapshot import DOMAIN_LEVELS, ClusterSnapshot, TopologyKeys
 from trainer_portal.placement.tracker import LiveSnapshot
+
+from .models import Cluster, TopologySnapshot, cluster_filter, resolve_cluster
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT_FILENAME = "live-snapshot.pickle"
 SAVE_INTERVAL_SECONDS = 2.0
 # Save at least this often even when nothing changed, so a quiet cluster's snapshot does not look stale.
 HEARTBEAT_SECONDS = 30.0
+FORMAT = 1
+_MAGIC = "trainer-portal/topology-snapshot"
+_ARRAYS = ("alloc_gpu", "alloc_cpu", "alloc_mem", "alloc_pods", "used_gpu", "used_cpu", "used_mem", "used_pods",
+           "flags", "missing", "taint_code")
+_SEP = "\n"  # Kubernetes names and label values never contain a newline; a string that does is stored in JSON
 
 
-def topology_keys() -> TopologyKeys:
-    """Return the topology label keys, with the site's network-block key from settings."""
-    return TopologyKeys(block=getattr(settings, "TOPOLOGY_BLOCK_KEY", TopologyKeys.block))
+class SnapshotFormatError(ValueError):
+    """A stored snapshot is not in a format this release reads (or is damaged)."""
 
 
-def snapshot_path() -> Path:
-    """Return the file the live snapshot is stored in."""
-    return Path(settings.VAR_DIR) / "topology" / SNAPSHOT_FILENAME
+def topology_keys(cluster: Cluster | None = None) -> TopologyKeys:
+    """Return the topology label keys: the cluster's network-block key, else the site's from settings."""
+    block = (cluster.block_label_key if cluster is not None else "") or getattr(
+        settings, "TOPOLOGY_BLOCK_KEY", TopologyKeys.block)
+    return TopologyKeys(block=block)
 
 
-def save_live_snapshot(live: LiveSnapshot, path: Path | None = None) -> Path:
-    """Write ``live`` atomically to ``path`` (default :func:`snapshot_path`) and return the path. Raises OSError."""
-    path = path or snapshot_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(live, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+# -- the binary format ---------------------------------------------------------------------------------------
 
 
-_read_cache: dict[str, Any] = {}
-_read_lock = threading.Lock()
+def _pack_strings(values: list[str]) -> tuple[np.ndarray, list[str] | None]:
+    """Return the strings joined as UTF-8 bytes (uint8), or an empty array and the list when one has a newline."""
+    if any(_SEP in value for value in values):
+        return np.zeros(0, np.uint8), list(values)
+    return np.frombuffer(_SEP.join(values).encode(), dtype=np.uint8), None
 
 
-def live_snapshot(path: Path | None = None) -> LiveSnapshot | None:
-    """Return the last saved live snapshot, or None when none was saved yet (or it cannot be read).
+def _unpack_strings(packed: np.ndarray, fallback: list[str] | None, count: int) -> list[str]:
+    if fallback is not None:
+        return list(fallback)
+    if count == 0:
+        return []
+    values = packed.tobytes().decode().split(_SEP)
+    if len(values) != count:
+        raise SnapshotFormatError(f"expected {count} strings, found {len(values)}")
+    return values
 
-    The returned object is shared between callers of this process: copy ``.snapshot`` before changing it.
+
+def encode_live(live: LiveSnapshot) -> bytes:
+    """Return ``live`` in the stored binary format (format `FORMAT`). Raises nothing for a well-formed snapshot."""
+    snapshot = live.snapshot
+    n = snapshot.size
+    arrays: dict[str, np.ndarray] = {name: getattr(snapshot, name)[:n] for name in _ARRAYS}
+    arrays["domain"] = snapshot.domain[:, :n]
+    arrays["names"], names_fallback = _pack_strings(snapshot.names)
+    value_fallbacks = []
+    for level in range(DOMAIN_LEVELS):
+        arrays[f"parent{level}"] = np.asarray(snapshot.domain_parent[level], dtype=np.int32)
+        arrays[f"values{level}"], fallback = _pack_strings(snapshot.domain_value[level])
+        value_fallbacks.append(fallback)
+    meta = {
+        "magic": _MAGIC, "format": FORMAT, "size": n, "keys": list(snapshot.keys.levels()),
+        "names_fallback": names_fallback, "value_fallbacks": value_fallbacks,
+        "value_counts": [len(values) for values in snapshot.domain_value],
+        "taint_sets": [sorted(list(t) for t in taints) for taints in snapshot.taint_sets],
+        "nodes_resource_version": snapshot.nodes_resource_version,
+        "pods_resource_version": snapshot.pods_resource_version,
+        "pod_count": snapshot.pod_count,
+        "taken_at": live.taken_at, "label_counts": live.label_counts, "source": live.source, "server": live.server,
+        "stats": live.stats, "label_totals": {key: list(value) for key, value in live.label_totals.items()},
+    }
+    arrays["meta"] = np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def decode_live(blob: bytes) -> LiveSnapshot:
+    """Return the `LiveSnapshot` stored in ``blob``; raises SnapshotFormatError for another format or damage.
+
+    The snapshot's pod index is empty (see the module doc); ``stats["pods"]`` and ``pod_total`` say how many pods
+    are counted in its used-resource arrays.
     """
-    path = path or snapshot_path()
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    stamp = (str(path), stat.st_mtime_ns, stat.st_size)
-    with _read_lock:
-        if _read_cache.get("stamp") == stamp:
-            return _read_cache["live"]
+        with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        meta = json.loads(arrays.pop("meta").tobytes())
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        raise SnapshotFormatError(f"unreadable topology snapshot: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("magic") != _MAGIC or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else "?"
+        raise SnapshotFormatError(f"unknown topology snapshot format {found}; this release reads {FORMAT}")
     try:
-        with path.open("rb") as fh:
-            live = pickle.load(fh)  # noqa: S301 - written only by our own watcher under VAR_DIR (see module doc)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
-        logger.warning("cannot read the live topology snapshot %s: %s", path, exc)
+        return _decode(arrays, meta)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise SnapshotFormatError(f"damaged topology snapshot: {exc}") from None
+
+
+def _decode(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> LiveSnapshot:
+    n = int(meta["size"])
+    snapshot = ClusterSnapshot(TopologyKeys(*meta["keys"]), capacity=max(n, 1))
+    if n:
+        for name in _ARRAYS:
+            setattr(snapshot, name, np.array(arrays[name], copy=True))
+        snapshot.domain = np.array(arrays["domain"], copy=True)
+    snapshot.size = n
+    names = _unpack_strings(arrays["names"], meta["names_fallback"], n)
+    snapshot.names = names
+    snapshot.row_of = dict(zip(names, range(n), strict=True))
+    for level in range(DOMAIN_LEVELS):
+        parents = arrays[f"parent{level}"].tolist()
+        values = _unpack_strings(arrays[f"values{level}"], meta["value_fallbacks"][level],
+                                 int(meta["value_counts"][level]))
+        snapshot.domain_parent[level] = parents
+        snapshot.domain_value[level] = values
+        snapshot._domain_ids[level] = {key: index for index, key in enumerate(zip(parents, values, strict=True))}
+    snapshot.taint_sets = [frozenset(tuple(t) for t in taints) for taints in meta["taint_sets"]]
+    snapshot._taint_codes = {taints: code for code, taints in enumerate(snapshot.taint_sets)}
+    snapshot.nodes_resource_version = meta["nodes_resource_version"]
+    snapshot.pods_resource_version = meta["pods_resource_version"]
+    stats = dict(meta["stats"] or {})
+    stats.setdefault("pods", meta["pod_count"])
+    return LiveSnapshot(snapshot, float(meta["taken_at"]), meta["label_counts"], meta["source"], meta["server"],
+                        stats, {key: tuple(value) for key, value in meta["label_totals"].items()})
+
+
+# -- writing -----------------------------------------------------------------------------------------------
+
+
+def _stamp(unix: float) -> datetime:
+    return datetime.fromtimestamp(unix, UTC)
+
+
+def save_live_snapshot(live: LiveSnapshot, cluster: Cluster | str | None = None) -> int:
+    """Store ``live`` as the cluster's snapshot (default cluster when None) and return its new version.
+
+    Raises Cluster.DoesNotExist for an unknown cluster name, and the database's errors.
+    """
+    cluster = resolve_cluster(cluster)
+    blob = encode_live(live)
+    fields = {"blob": blob, "format": FORMAT, "taken_at": _stamp(live.taken_at), "saved_at": timezone.now(),
+              "nodes": live.snapshot.node_count, "pods": int(live.stats.get("pods", live.snapshot.pod_count)),
+              "source": live.source[:16], "server": (live.server or "")[:400]}
+    clear_cache()  # a writer reads its own write at once, whatever the recheck interval
+    for _ in range(2):
+        with transaction.atomic():
+            if TopologySnapshot.objects.filter(cluster=cluster).update(version=F("version") + 1, **fields):
+                return TopologySnapshot.objects.filter(cluster=cluster).values_list("version", flat=True).get()
+            try:
+                with transaction.atomic():
+                    TopologySnapshot.objects.create(cluster=cluster, version=1, **fields)
+                return 1
+            except IntegrityError:  # another writer created the row first: update it on the second pass
+                continue
+    raise IntegrityError(f"could not store the topology snapshot of cluster {cluster.name}")
+
+
+def touch_live_snapshot(cluster: Cluster | str | None = None, taken_at: float | None = None) -> bool:
+    """Mark the stored snapshot current as of ``taken_at`` (now) without a new version; return False when there
+    is none. Raises Cluster.DoesNotExist."""
+    cluster = resolve_cluster(cluster)
+    when = _stamp(taken_at if taken_at is not None else time.time())
+    return bool(TopologySnapshot.objects.filter(cluster=cluster).update(taken_at=when, saved_at=timezone.now()))
+
+
+# -- reading -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    version: tuple[int, int]  # (cluster id, row version): a re-created cluster restarts at version 1
+    live: LiveSnapshot | None
+    checked: float
+
+
+_cache: dict[Any, _Entry] = {}
+_cache_lock = threading.Lock()
+_decode_lock = threading.Lock()
+stats = {"decodes": 0, "version_checks": 0}
+
+
+def _recheck_seconds() -> float:
+    return float(getattr(settings, "SNAPSHOT_RECHECK_MS", 250)) / 1000.0
+
+
+def _cache_key(cluster: Cluster | str | None) -> Any:
+    if cluster is None:
+        return ("default",)
+    if isinstance(cluster, Cluster):
+        return ("id", cluster.pk)
+    return ("name", str(cluster))
+
+
+def live_snapshot(cluster: Cluster | str | None = None) -> LiveSnapshot | None:
+    """Return the cluster's stored live snapshot (default cluster when None), or None when none was stored yet, the
+    cluster is unknown, or the stored one is in a format this release cannot read.
+
+    The returned object is shared by every caller in this process: copy ``.snapshot`` before changing it.
+    """
+    key = _cache_key(cluster)
+    now = time.monotonic()
+    entry = _cache.get(key)
+    if entry is not None and now - entry.checked < _recheck_seconds():
+        return entry.live
+    rows = TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__"))
+    stats["version_checks"] += 1
+    head = rows.values_list("cluster_id", "version", "taken_at").first()
+    if head is None:
+        with _cache_lock:
+            _cache[key] = _Entry((0, 0), None, now)
         return None
-    with _read_lock:
-        _read_cache.update(stamp=stamp, live=live)
+    cluster_id, row_version, taken_at = head
+    version = (cluster_id, row_version)
+    if entry is not None and entry.version == version:
+        if entry.live is not None:
+            entry.live.taken_at = taken_at.timestamp()
+        entry.checked = now
+        return entry.live
+    with _decode_lock:  # one decode per version, however many threads ask at once
+        entry = _cache.get(key)
+        if entry is not None and entry.version == version:
+            return entry.live
+        found = rows.values_list("cluster_id", "version", "taken_at", "blob").first()
+        if found is None:
+            return None
+        cluster_id, row_version, taken_at, blob = found
+        version = (cluster_id, row_version)
+        try:
+            live = decode_live(blob)
+            live.taken_at = taken_at.timestamp()
+        except SnapshotFormatError as exc:
+            logger.warning("cannot read the live topology snapshot of %s: %s", key, exc)
+            live = None
+        stats["decodes"] += 1
+        with _cache_lock:
+            _cache[key] = _Entry(version, live, time.monotonic())
     return live
 
 
-def snapshot_age_seconds(path: Path | None = None) -> float | None:
-    """Return the age of the saved snapshot in seconds (None when there is none), without loading it."""
-    path = path or snapshot_path()
+def snapshot_version(cluster: Cluster | str | None = None) -> int | None:
+    """Return the stored snapshot's version (None when there is none), without loading it."""
+    return TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__")).values_list(
+        "version", flat=True).first()
+
+
+def snapshot_age_seconds(cluster: Cluster | str | None = None) -> float | None:
+    """Return seconds since the stored snapshot was last known current (None when there is none), without
+    loading it."""
+    taken = TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__")).values_list(
+        "taken_at", flat=True).first()
+    return None if taken is None else max(0.0, time.time() - taken.timestamp())
+
+
+def live_source_available(cluster: Cluster | str | None = None) -> bool:
+    """Return True when a live snapshot of the cluster is stored (the preview may offer "live cluster")."""
+    return TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__")).exists()
+
+
+def clear_cache() -> None:
+    """Forget every cached snapshot of this process (tests; a reader never needs it)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def describe_store(cluster: Cluster | str | None = None) -> str:
+    """Return where the cluster's snapshot is stored, for log lines ("database, cluster NAME")."""
     try:
-        return max(0.0, time.time() - path.stat().st_mtime)
-    except FileNotFoundError:
-        return None
-
-
-def live_source_available() -> bool:
-    """Return True when a live snapshot has been saved (the preview may offer "live cluster")."""
-    return snapshot_path().exists()
+        return f"database, cluster {resolve_cluster(cluster).name}"
+    except Cluster.DoesNotExist:
+        return "database, no such cluster"

@@ -1,22 +1,31 @@
 """Cluster connection status: what the cluster page and ``GET /api/v1/cluster/`` show.
 
-Every check runs against the configured cluster through the gateway and reports its own failure with a fix
-hint instead of raising, so one broken piece (say, RBAC for pods) never hides the others.
+Probes (`probe_cluster`) run only in the background (the worker's check task, "Check now"), with short timeouts
+(`connections.probe_gateway`); `check_cluster` stores what they found in the cluster's `ClusterHealth` row with
+``checked_at``. Pages, the API and validation read that row (`stored_status`, `scheduling_facts`) and never wait
+on a cluster. Every probe reports its own failure with a fix hint instead of raising, so one broken piece (say,
+RBAC for pods) never hides the others.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from trainer_portal import kube
-from trainer_portal.kube.client import get_gateway
 
+from . import connections
 from .domain.crd_schema import scheduling_schema
+from .models import Cluster, ClusterHealth, cluster_filter, resolve_cluster
+
+# How often the worker checks every cluster (the beat entry "cluster-health-check"); a check older than
+# STALE_AFTER_CHECKS intervals is shown as stale.
+CHECK_INTERVAL_SECONDS = 60.0
+STALE_AFTER_CHECKS = 3
 
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
@@ -83,8 +92,9 @@ API_CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: bool = True) -> dict[str, Any]:
-    """Return the cluster's status as plain data.
+def probe_cluster(cluster: Cluster | None = None, *, gateway: kube.Gateway | None = None,
+                  include_permissions: bool = True) -> dict[str, Any]:
+    """Probe the cluster now (its probe gateway, short timeouts) and return its status as plain data; store nothing.
 
     Keys: ``connection`` (how we connect), ``reachable``, ``error``, ``hint``, ``version``, ``apis`` (one entry per
     checked group/version: served + hint), ``scheduling_versions`` (served), ``crd_scheduling`` ({accepted,
@@ -95,7 +105,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     raises.
     """
     started = time.monotonic()
-    settings = kube.load_settings()
+    settings = connections.kube_settings_for(cluster)
     status: dict[str, Any] = {
         "connection": settings.describe(),
         "field_manager": settings.field_manager,
@@ -113,7 +123,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
         "checked_at": time.time(),
     }
     try:
-        gateway = gateway or get_gateway()
+        gateway = gateway or connections.probe_gateway(cluster)
         version = gateway.server_version()
     except kube.KubeNotConfigured as exc:
         status.update(error=exc.message, hint=_config_hint())
@@ -140,7 +150,6 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     status["scheduling_support"] = scheduling_support(status["scheduling_versions"])
     status["topology_gate"] = probe_topology_gate(gateway, status["scheduling_versions"])
     status["crd_schema"] = probe_crd_schema(gateway)
-    save_scheduling_facts(status)
     if include_permissions:
         status["permissions"] = [_permission(gateway, verb, kind) for verb, kind in kube.WORKER_PERMISSIONS]
     return _finish(status, started)
@@ -172,36 +181,95 @@ def probe_scheduling_field(gateway: kube.Gateway) -> dict[str, Any]:
     }
 
 
-def _facts_path() -> Path:
-    return Path(django_settings.VAR_DIR) / "cluster" / "scheduling-facts.json"
-
-
-def save_scheduling_facts(status: dict[str, Any]) -> None:
-    """Remember what the last status check learnt that validation follows (the topology gate, the CRD's
-    disruptionMode form), so editing a policy never waits for the cluster. A write failure is not an error."""
-    schema = status.get("crd_schema") or {}
-    facts = {
-        "topology_gate": (status.get("topology_gate") or {}).get("enabled"),
-        "disruption_mode": schema.get("disruption_mode", ""),
-        "checked_at": status.get("checked_at"),
+def facts_of(status: dict[str, Any]) -> dict[str, Any]:
+    """Return what validation follows from a status: ``{topology_gate: bool | None, disruption_mode: str}``."""
+    gate = (status.get("topology_gate") or {}).get("enabled")
+    mode = (status.get("crd_schema") or {}).get("disruption_mode", "")
+    return {
+        "topology_gate": gate if isinstance(gate, bool) else None,
+        "disruption_mode": mode if mode in ("union", "string") else "",
     }
-    path = _facts_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(facts))
-    except OSError:
-        pass
 
 
-def scheduling_facts() -> dict[str, Any]:
-    """Return ``{topology_gate: bool | None, disruption_mode: str}`` from the last status check (unknowns when
-    there was none)."""
-    try:
-        facts = json.loads(_facts_path().read_text())
-    except (OSError, ValueError):
-        facts = {}
-    gate = facts.get("topology_gate") if isinstance(facts, dict) else None
-    mode = facts.get("disruption_mode") if isinstance(facts, dict) else ""
+def check_cluster(cluster: Cluster | str | None = None, *, gateway: kube.Gateway | None = None,
+                  include_permissions: bool = True) -> dict[str, Any]:
+    """Probe the cluster (default when None) and store the result in its `ClusterHealth`; return the status.
+
+    A probe that cannot reach the cluster is stored too (``reachable: false``), but it keeps the scheduling facts
+    of the last check that could read them: an outage does not change what validation answers. Raises
+    Cluster.DoesNotExist for an unknown cluster.
+    """
+    cluster = resolve_cluster(cluster)
+    status = probe_cluster(cluster, gateway=gateway, include_permissions=include_permissions)
+    record_check(cluster, status)
+    return status
+
+
+def record_check(cluster: Cluster, status: dict[str, Any]) -> ClusterHealth:
+    """Store ``status`` (from `probe_cluster`) as the cluster's last check and return the row."""
+    checked_at = datetime.fromtimestamp(status.get("checked_at") or time.time(), UTC)
+    defaults: dict[str, Any] = {"reachable": bool(status.get("reachable")), "status": status,
+                                "checked_at": checked_at}
+    if status.get("reachable"):
+        defaults["facts"] = {**facts_of(status), "checked_at": status.get("checked_at")}
+    health, _ = ClusterHealth.objects.update_or_create(cluster=cluster, defaults=defaults)
+    return health
+
+
+def request_check(cluster: Cluster) -> ClusterHealth:
+    """Record that someone asked for a check of ``cluster`` now ("Check now") and return the row."""
+    health, _ = ClusterHealth.objects.update_or_create(cluster=cluster,
+                                                       defaults={"check_requested_at": timezone.now()})
+    return health
+
+
+def check_interval_seconds() -> float:
+    """Return the seconds between two background checks of a cluster (``CLUSTER_CHECK_INTERVAL_SECONDS``)."""
+    return float(getattr(django_settings, "CLUSTER_CHECK_INTERVAL_SECONDS", CHECK_INTERVAL_SECONDS))
+
+
+def stored_status(cluster: Cluster | str | None = None) -> dict[str, Any]:
+    """Return the last stored status of the cluster (default when None), as `probe_cluster` returned it, plus
+    ``cluster`` (its name), ``checked`` (False before the first check), ``stale`` (older than
+    ``STALE_AFTER_CHECKS`` check intervals) and ``check_requested_at`` (unix time or None). Never reaches the
+    cluster. Raises Cluster.DoesNotExist for an unknown cluster.
+    """
+    cluster = resolve_cluster(cluster)
+    health = ClusterHealth.objects.filter(cluster=cluster).first()
+    requested = health.check_requested_at.timestamp() if health and health.check_requested_at else None
+    if health is None or health.checked_at is None or not health.status:
+        status = _never_checked(cluster)
+    else:
+        status = dict(health.status)
+        status["checked"] = True
+        age = time.time() - health.checked_at.timestamp()
+        status["stale"] = age > STALE_AFTER_CHECKS * check_interval_seconds()
+    status["cluster"] = cluster.name
+    status["check_requested_at"] = requested
+    return status
+
+
+def _never_checked(cluster: Cluster) -> dict[str, Any]:
+    settings = connections.kube_settings_for(cluster)
+    return {
+        "connection": settings.describe(), "field_manager": settings.field_manager, "reachable": False,
+        "error": "The cluster has not been checked yet.",
+        "hint": "The worker checks every cluster in the background (Celery beat); press \"Check now\" or run "
+                "`manage.py cluster_check` to check it at once.",
+        "version": None, "apis": [], "scheduling_versions": [], "crd_scheduling": None, "scheduling_support": None,
+        "topology_gate": None, "crd_schema": None, "permissions": [], "checked_at": None, "elapsed_ms": 0.0,
+        "checked": False, "stale": True,
+    }
+
+
+def scheduling_facts(cluster: Cluster | str | None = None) -> dict[str, Any]:
+    """Return ``{topology_gate: bool | None, disruption_mode: str}`` from the cluster's last successful check
+    (unknowns when there was none, or no such cluster). Every web replica reads the same row."""
+    facts = ClusterHealth.objects.filter(**cluster_filter(cluster, prefix="cluster__")).values_list(
+        "facts", flat=True).first()
+    facts = facts if isinstance(facts, dict) else {}
+    gate = facts.get("topology_gate")
+    mode = facts.get("disruption_mode")
     return {
         "topology_gate": gate if isinstance(gate, bool) else None,
         "disruption_mode": mode if mode in ("union", "string") else "",

@@ -51,6 +51,14 @@ _REQUEST_EXAMPLE = OpenApiExample(
 )
 
 
+_CLUSTER_PARAM = OpenApiParameter("cluster", OpenApiTypes.STR, description="Whose live topology a live source "
+                                  "places on (a cluster's name; default: the default cluster).")
+
+
+def _cluster(request) -> str | None:
+    return request.query_params.get("cluster") or None
+
+
 def _validated(serializer_class, data) -> PreviewRequest:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
@@ -67,7 +75,8 @@ class RuntimePreviewApi(APIView):
         summary="Preview PodGroups and placement for a saved policy",
         description="Expands the policy for numNodes × resourcesPerNode as the Trainer v2.4 controller would and "
         "places the PodGroups on the chosen topology. Read-only: any viewer may call it.",
-        parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="Policy name")],
+        parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="Policy name"),
+                    _CLUSTER_PARAM],
         request=PreviewRequestSerializer,
         responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
         examples=[_REQUEST_EXAMPLE, _ERROR_EXAMPLE],
@@ -76,7 +85,7 @@ class RuntimePreviewApi(APIView):
     def post(self, request, name: str) -> Response:
         """Return 200 with the preview; 400 for bad input; 404 when no policy is named `name`."""
         preview_request = _validated(PreviewRequestSerializer, request.data)
-        return Response(preview_policy(name=name, request=preview_request))
+        return Response(preview_policy(name=name, request=preview_request, cluster=_cluster(request)))
 
 
 class UnsavedPreviewApi(APIView):
@@ -90,6 +99,7 @@ class UnsavedPreviewApi(APIView):
         description="Same as the saved-policy preview, but the ClusterTrainingRuntime comes in the body "
         "(`manifest`: an object, or YAML/JSON text). The manifest is validated first; problems come back as 400 "
         "with paths under `manifest.`.",
+        parameters=[_CLUSTER_PARAM],
         request=UnsavedPreviewRequestSerializer,
         responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT},
         examples=[_ERROR_EXAMPLE],
@@ -100,4 +110,4 @@ class UnsavedPreviewApi(APIView):
         data = request.data
         preview_request = _validated(UnsavedPreviewRequestSerializer, data)
         manifest = data.get("manifest") if hasattr(data, "get") else None
-        return Response(preview_manifest(manifest=manifest, request=preview_request))
+        return Response(preview_manifest(manifest=manifest, request=preview_request, cluster=_cluster(request)))

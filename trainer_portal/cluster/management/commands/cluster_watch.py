@@ -36,7 +36,7 @@ class Command(BaseCommand):
             if once:
                 live = handlers.topology_refresh()
                 self.stdout.write(f"saved {live.snapshot.node_count} nodes, {live.snapshot.pod_count} pods "
-                                  f"to {snapshots.snapshot_path()}")
+                                  f"to {snapshots.describe_store()}")
                 return
             stop = threading.Event()
             for signum in (signal.SIGTERM, signal.SIGINT):
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         except KubeError as exc:
             raise CommandError(exc.message)
         names = ", ".join(handler.name for handler in hub.handlers) or "none"
-        self.stdout.write(f"watching {hub.gateway.host} for handlers: {names}; snapshot: {snapshots.snapshot_path()}")
+        self.stdout.write(f"watching {hub.gateway.host} for handlers: {names}; snapshot: {snapshots.describe_store()}")
         self.stdout.flush()
         hub.run()
         self.stdout.write(f"stopped: {hub.stats()}")
