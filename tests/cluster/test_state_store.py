@@ -311,3 +311,11 @@ def test_the_check_task_stores_an_unreachable_cluster_within_the_probe_timeout(s
         reset_gateway()
     stored = status.stored_status()
     assert stored["checked"] is True and stored["reachable"] is False and "TRAINER_PORTAL_KUBECONFIG" in stored["hint"]
+
+
+def test_a_nul_or_broken_text_from_the_cluster_is_stored_cleanly():
+    cluster = Cluster.objects.get(is_default=True)
+    _health(cluster, reachable=False)
+    found = dict(ClusterHealth.objects.get().status, error="refused\x00 by \ud800 proxy")
+    status.record_check(cluster, found)
+    assert status.stored_status()["error"] == "refused by ? proxy"
