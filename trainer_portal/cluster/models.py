@@ -81,14 +81,15 @@ class TopologySnapshot(models.Model):
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="topology_snapshot")
     version = models.PositiveBigIntegerField(default=0)
-    format = models.PositiveSmallIntegerField(help_text="Version of the binary format of blob.")
-    blob = models.BinaryField()
     taken_at = models.DateTimeField(help_text="When the writer last knew the snapshot current.")
     saved_at = models.DateTimeField(auto_now=True)
     nodes = models.PositiveIntegerField(default=0)
     pods = models.PositiveIntegerField(default=0)
     source = models.CharField(max_length=16, blank=True, help_text='"watch" or "list".')
     server = models.CharField(max_length=400, blank=True)
+    format = models.PositiveSmallIntegerField(help_text="Version of the binary format of blob.")
+    # Last: SQLite stores a row's columns in order, so reading the version never walks the blob's overflow pages.
+    blob = models.BinaryField()
 
     def __str__(self) -> str:
         return f"topology of {self.cluster_id} v{self.version}"

@@ -6,16 +6,16 @@ jobs explain, the cluster page): `live_snapshot` returns the stored snapshot thr
 (cluster, version). A cached read costs at most one indexed query for the version (none at all within
 ``TRAINER_PORTAL_SNAPSHOT_RECHECK_MS`` of the last check) and a version is decoded once per process.
 
-The stored form is the portal's own versioned binary format (`encode_live` / `decode_live`): the node arrays and the
-interned string tables as numpy arrays in an ``.npz`` container plus one JSON document, loaded with pickling
-refused, so the database never holds code to run. It carries the node inventory and what every pod holds
+The stored form is the portal's own versioned binary format (`encode_live` / `decode_live`): a JSON header (the
+format version, the small tables, where each array lies) followed by the raw bytes of the node arrays and the
+interned string tables, read back as zero-copy numpy views. Nothing is unpickled, so the database never holds code
+to run. It carries the node inventory and what every pod holds
 (folded into the used-resource arrays); the per-pod index the watcher needs to apply further events is not stored
 (a reader never applies events), only the number of pods.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import threading
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -41,7 +41,7 @@ SAVE_INTERVAL_SECONDS = 2.0
 # Save at least this often even when nothing changed, so a quiet cluster's snapshot does not look stale.
 HEARTBEAT_SECONDS = 30.0
 FORMAT = 1
-_MAGIC = "trainer-portal/topology-snapshot"
+_MAGIC_LINE = b"trainer-portal topology snapshot\n"
 _ARRAYS = ("alloc_gpu", "alloc_cpu", "alloc_mem", "alloc_pods", "used_gpu", "used_cpu", "used_mem", "used_pods",
            "flags", "missing", "taint_code")
 _SEP = "\n"  # Kubernetes names and label values never contain a newline; a string that does is stored in JSON
@@ -79,6 +79,41 @@ def _unpack_strings(packed: np.ndarray, fallback: list[str] | None, count: int) 
     return values
 
 
+def _pack(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:
+    """Return the container: magic line, 8-byte header length, JSON header (meta + where each array lies), then
+    every array's bytes (C order, 8-byte aligned)."""
+    layout, chunks, offset = {}, [], 0
+    for name, array in arrays.items():
+        data = np.ascontiguousarray(array).tobytes()
+        layout[name] = [array.dtype.str, list(array.shape), offset, len(data)]
+        padding = -len(data) % 8
+        chunks.append(data + b"\0" * padding)
+        offset += len(data) + padding
+    header = json.dumps({**meta, "arrays": layout}, separators=(",", ":")).encode()
+    return _MAGIC_LINE + len(header).to_bytes(8, "little") + header + b"".join(chunks)
+
+
+def _unpack(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Return (arrays, meta) of a container; the arrays are read-only views of ``blob`` (no copy)."""
+    view = memoryview(blob)
+    if bytes(view[: len(_MAGIC_LINE)]) != _MAGIC_LINE:
+        raise SnapshotFormatError("not a topology snapshot (or a format this release does not read)")
+    start = len(_MAGIC_LINE) + 8
+    size = int.from_bytes(view[len(_MAGIC_LINE):start], "little")
+    meta = json.loads(bytes(view[start:start + size]))
+    base = start + size
+    arrays = {}
+    for name, (dtype, shape, offset, nbytes) in meta.pop("arrays").items():
+        if base + offset + nbytes > len(view):
+            raise SnapshotFormatError(f"truncated topology snapshot (array {name})")
+        dtype = np.dtype(dtype)
+        if dtype.hasobject:
+            raise SnapshotFormatError(f"array {name} holds objects")
+        arrays[name] = np.frombuffer(view, dtype=dtype, count=nbytes // max(dtype.itemsize, 1),
+                                     offset=base + offset).reshape(shape)
+    return arrays, meta
+
+
 def encode_live(live: LiveSnapshot) -> bytes:
     """Return ``live`` in the stored binary format (format `FORMAT`). Raises nothing for a well-formed snapshot."""
     snapshot = live.snapshot
@@ -86,13 +121,14 @@ def encode_live(live: LiveSnapshot) -> bytes:
     arrays: dict[str, np.ndarray] = {name: getattr(snapshot, name)[:n] for name in _ARRAYS}
     arrays["domain"] = snapshot.domain[:, :n]
     arrays["names"], names_fallback = _pack_strings(snapshot.names)
+    arrays["node_rank"] = np.asarray(snapshot.node_rank(), dtype=np.int64)
     value_fallbacks = []
     for level in range(DOMAIN_LEVELS):
         arrays[f"parent{level}"] = np.asarray(snapshot.domain_parent[level], dtype=np.int32)
         arrays[f"values{level}"], fallback = _pack_strings(snapshot.domain_value[level])
         value_fallbacks.append(fallback)
     meta = {
-        "magic": _MAGIC, "format": FORMAT, "size": n, "keys": list(snapshot.keys.levels()),
+        "format": FORMAT, "size": n, "keys": list(snapshot.keys.levels()),
         "names_fallback": names_fallback, "value_fallbacks": value_fallbacks,
         "value_counts": [len(values) for values in snapshot.domain_value],
         "taint_sets": [sorted(list(t) for t in taints) for taints in snapshot.taint_sets],
@@ -102,51 +138,88 @@ def encode_live(live: LiveSnapshot) -> bytes:
         "taken_at": live.taken_at, "label_counts": live.label_counts, "source": live.source, "server": live.server,
         "stats": live.stats, "label_totals": {key: list(value) for key, value in live.label_totals.items()},
     }
-    arrays["meta"] = np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+    return _pack(arrays, meta)
 
 
 def decode_live(blob: bytes) -> LiveSnapshot:
     """Return the `LiveSnapshot` stored in ``blob``; raises SnapshotFormatError for another format or damage.
 
-    The snapshot's pod index is empty (see the module doc); ``stats["pods"]`` and ``pod_total`` say how many pods
-    are counted in its used-resource arrays.
+    The node arrays are read-only views of ``blob`` (a reader copies the snapshot before changing it anyway); the
+    snapshot's pod index is empty (see the module doc) and ``stats["pods"]`` says how many pods its used-resource
+    arrays count.
     """
     try:
-        with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-        meta = json.loads(arrays.pop("meta").tobytes())
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+        arrays, meta = _unpack(blob)
+    except (ValueError, KeyError, TypeError) as exc:
         raise SnapshotFormatError(f"unreadable topology snapshot: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("magic") != _MAGIC or meta.get("format") != FORMAT:
-        found = meta.get("format") if isinstance(meta, dict) else "?"
-        raise SnapshotFormatError(f"unknown topology snapshot format {found}; this release reads {FORMAT}")
+    if meta.get("format") != FORMAT:
+        raise SnapshotFormatError(f"unknown topology snapshot format {meta.get('format')}; this release reads {FORMAT}")
     try:
         return _decode(arrays, meta)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise SnapshotFormatError(f"damaged topology snapshot: {exc}") from None
 
 
+class StoredClusterSnapshot(ClusterSnapshot):
+    """A snapshot decoded from the store. Its node-name list, name index and domain index are built on first use:
+    most reads (the heat map, a preview's counts) never need them, and at 50,000 nodes they are most of a decode's
+    cost. `copy` returns a plain, fully built `ClusterSnapshot`."""
+
+    _LAZY = ("names", "row_of", "_domain_ids")
+
+    def _lazy(self, name: str) -> Any:
+        state = self.__dict__
+        value = state.get(f"_lazy_{name}")
+        if value is None:
+            if name == "names":
+                value = _unpack_strings(state["_packed_names"], state["_names_fallback"], self.size)
+            elif name == "row_of":
+                value = dict(zip(self.names, range(self.size), strict=True))
+            else:
+                value = [{key: index for index, key in enumerate(zip(parents, values, strict=True))}
+                         for parents, values in zip(self.domain_parent, self.domain_value, strict=True)]
+            state[f"_lazy_{name}"] = value
+        return value
+
+    def _set(name: str):
+        def setter(self, value: Any) -> None:
+            self.__dict__[f"_lazy_{name}"] = value
+        return setter
+
+    names = property(lambda self: self._lazy("names"), _set("names"))
+    row_of = property(lambda self: self._lazy("row_of"), _set("row_of"))
+    _domain_ids = property(lambda self: self._lazy("_domain_ids"), _set("_domain_ids"))
+    del _set
+
+    def copy(self) -> ClusterSnapshot:
+        """Return an independent, plain `ClusterSnapshot` (every lazy table built)."""
+        plain = ClusterSnapshot.__new__(ClusterSnapshot)
+        plain.__dict__.update({key: value for key, value in self.__dict__.items()
+                               if not key.startswith(("_lazy_", "_packed_names", "_names_fallback"))})
+        for name in self._LAZY:
+            plain.__dict__[name] = self._lazy(name)
+        return plain.copy()
+
+
 def _decode(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> LiveSnapshot:
     n = int(meta["size"])
-    snapshot = ClusterSnapshot(TopologyKeys(*meta["keys"]), capacity=max(n, 1))
+    snapshot = StoredClusterSnapshot(TopologyKeys(*meta["keys"]), capacity=max(n, 1))
     if n:
         for name in _ARRAYS:
-            setattr(snapshot, name, np.array(arrays[name], copy=True))
-        snapshot.domain = np.array(arrays["domain"], copy=True)
+            setattr(snapshot, name, arrays[name])
+        snapshot.domain = arrays["domain"]
     snapshot.size = n
-    names = _unpack_strings(arrays["names"], meta["names_fallback"], n)
-    snapshot.names = names
-    snapshot.row_of = dict(zip(names, range(n), strict=True))
+    snapshot._capacity = max(n, 1)
+    state = snapshot.__dict__
+    for name in StoredClusterSnapshot._LAZY:
+        state.pop(f"_lazy_{name}", None)
+    state["_packed_names"], state["_names_fallback"] = arrays["names"], meta["names_fallback"]
     for level in range(DOMAIN_LEVELS):
-        parents = arrays[f"parent{level}"].tolist()
-        values = _unpack_strings(arrays[f"values{level}"], meta["value_fallbacks"][level],
-                                 int(meta["value_counts"][level]))
-        snapshot.domain_parent[level] = parents
-        snapshot.domain_value[level] = values
-        snapshot._domain_ids[level] = {key: index for index, key in enumerate(zip(parents, values, strict=True))}
+        snapshot.domain_parent[level] = arrays[f"parent{level}"].tolist()
+        snapshot.domain_value[level] = _unpack_strings(arrays[f"values{level}"], meta["value_fallbacks"][level],
+                                                       int(meta["value_counts"][level]))
+    if "node_rank" in arrays and len(arrays["node_rank"]) == n:
+        snapshot._derived["names"] = arrays["node_rank"]  # the name order, without building the names
     snapshot.taint_sets = [frozenset(tuple(t) for t in taints) for taints in meta["taint_sets"]]
     snapshot._taint_codes = {taints: code for code, taints in enumerate(snapshot.taint_sets)}
     snapshot.nodes_resource_version = meta["nodes_resource_version"]
@@ -235,9 +308,8 @@ def live_snapshot(cluster: Cluster | str | None = None) -> LiveSnapshot | None:
     entry = _cache.get(key)
     if entry is not None and now - entry.checked < _recheck_seconds():
         return entry.live
-    rows = TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__"))
     stats["version_checks"] += 1
-    head = rows.values_list("cluster_id", "version", "taken_at").first()
+    head = _head(cluster)
     if head is None:
         with _cache_lock:
             _cache[key] = _Entry((0, 0), None, now)
@@ -253,10 +325,11 @@ def live_snapshot(cluster: Cluster | str | None = None) -> LiveSnapshot | None:
         entry = _cache.get(key)
         if entry is not None and entry.version == version:
             return entry.live
-        found = rows.values_list("cluster_id", "version", "taken_at", "blob").first()
-        if found is None:
+        rows = TopologySnapshot.objects.filter(**cluster_filter(cluster, prefix="cluster__")).order_by()
+        found = list(rows.values_list("cluster_id", "version", "taken_at", "blob")[:1])
+        if not found:
             return None
-        cluster_id, row_version, taken_at, blob = found
+        cluster_id, row_version, taken_at, blob = found[0]
         version = (cluster_id, row_version)
         try:
             live = decode_live(blob)
@@ -268,6 +341,33 @@ def live_snapshot(cluster: Cluster | str | None = None) -> LiveSnapshot | None:
         with _cache_lock:
             _cache[key] = _Entry(version, live, time.monotonic())
     return live
+
+
+def _head(cluster: Cluster | str | None) -> tuple[int, int, datetime] | None:
+    """Return (cluster id, version, taken_at) of the cluster's stored snapshot, or None: one indexed query.
+
+    Plain SQL on purpose: this runs on every cached read, and the ORM's query building costs more than the query.
+    """
+    # Only identifiers from the models' meta are formatted in; every value is a bound parameter.
+    quote = connection.ops.quote_name
+    head = f"SELECT s.cluster_id, s.version, s.taken_at FROM {quote(TopologySnapshot._meta.db_table)} s"  # noqa: S608
+    if isinstance(cluster, Cluster):
+        sql, params = head + " WHERE s.cluster_id = %s", [cluster.pk]
+    else:
+        column, value = ("is_default", True) if cluster is None else ("name", str(cluster))
+        sql = head + f" JOIN {quote(Cluster._meta.db_table)} c ON c.id = s.cluster_id WHERE c.{quote(column)} = %s"
+        params = [value]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    cluster_id, version, taken_at = row
+    if isinstance(taken_at, str):  # SQLite hands back text
+        taken_at = datetime.fromisoformat(taken_at)
+    if taken_at.tzinfo is None:
+        taken_at = taken_at.replace(tzinfo=UTC)
+    return int(cluster_id), int(version), taken_at
 
 
 def snapshot_version(cluster: Cluster | str | None = None) -> int | None:

@@ -205,8 +205,21 @@ def check_cluster(cluster: Cluster | str | None = None, *, gateway: kube.Gateway
     return status
 
 
+def _storable(value: Any) -> Any:
+    """Return ``value`` with NUL and unpaired surrogates removed from every string (PostgreSQL refuses them in JSON;
+    a cluster's error message is not ours to trust)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_storable(key): _storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(item) for item in value]
+    return value
+
+
 def record_check(cluster: Cluster, status: dict[str, Any]) -> ClusterHealth:
     """Store ``status`` (from `probe_cluster`) as the cluster's last check and return the row."""
+    status = _storable(status)
     checked_at = datetime.fromtimestamp(status.get("checked_at") or time.time(), UTC)
     defaults: dict[str, Any] = {"reachable": bool(status.get("reachable")), "status": status,
                                 "checked_at": checked_at}
