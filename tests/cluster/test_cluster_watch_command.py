@@ -17,7 +17,9 @@ from trainer_portal.kube import resources
 from .support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-LEASE_NAME = "command-test-cluster-watch"
+LEASE_BASE = "command-test-cluster-watch"
+# One Lease per cluster: the base name suffixed with the cluster's (the migrated single cluster is "default").
+LEASE_NAME = f"{LEASE_BASE}-default"
 
 
 def node(name: str) -> dict:
@@ -29,7 +31,7 @@ def node(name: str) -> dict:
 def command(cluster, var_dir: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "trainer_portal.settings",
            "TRAINER_PORTAL_KUBECONFIG": cluster.kubeconfig, "TRAINER_PORTAL_VAR_DIR": str(var_dir),
-           "TRAINER_PORTAL_LEASE_NAME": LEASE_NAME, "LOG_LEVEL": "WARNING"}
+           "TRAINER_PORTAL_LEASE_NAME": LEASE_BASE, "LOG_LEVEL": "WARNING"}
     env.pop("DATABASE_URL", None)
     return subprocess.Popen([sys.executable, "manage.py", "cluster_watch", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
