@@ -160,10 +160,14 @@ def _log_contains(path: Path, text: str) -> Callable[[], bool]:
 
 
 def embedded(argv: Sequence[str] | None = None) -> int:
-    """Run the embedded stack: sandbox cluster (unless a kubeconfig is given), worker + beat, watcher, web server.
+    """Run the embedded stack: two sandbox clusters (unless a kubeconfig is given), worker + beat, the watcher of
+    both, web server.
 
-    Reads PORT, SANDBOX_PORT, SANDBOX_GENERATOR, TRAINER_PORTAL_KUBECONFIG and TRAINER_PORTAL_VAR_DIR from the
-    environment. Returns the process exit code.
+    The sandboxes are ``gpu-east`` (the 64-node demo topology, the default cluster) and ``gpu-west`` (the smaller
+    ``west`` topology); ``portal_demo_clusters`` registers both as Cluster rows and ``cluster_watch`` reaches
+    gpu-west through ``--kubeconfig gpu-west=PATH``. Reads PORT, SANDBOX_PORT, SANDBOX_WEST_PORT (default 6444, or
+    a free port when SANDBOX_PORT is 0), SANDBOX_GENERATOR, TRAINER_PORTAL_KUBECONFIG and TRAINER_PORTAL_VAR_DIR
+    from the environment. Returns the process exit code.
     """
     root = Path(__file__).resolve().parent.parent
     var_dir = Path(os.environ.get("TRAINER_PORTAL_VAR_DIR", root / "var"))
@@ -173,6 +177,7 @@ def embedded(argv: Sequence[str] | None = None) -> int:
     port = os.environ.get("PORT", "8000")
     supervisor = Supervisor()
     supervisor.install_signal_handlers()
+    watch_args: list[str] = []
 
     if not os.environ.get("TRAINER_PORTAL_KUBECONFIG"):
         kubeconfig = var_dir / "sandbox.kubeconfig"
@@ -187,7 +192,27 @@ def embedded(argv: Sequence[str] | None = None) -> int:
             logger.error("the sandbox cluster failed to start; see %s", sandbox_log)
             supervisor.stop_all()
             return 1
-        logger.info("sandbox cluster ready (kubeconfig %s)", kubeconfig)
+        logger.info("sandbox cluster gpu-east ready (kubeconfig %s)", kubeconfig)
+        west_kubeconfig = var_dir / "sandbox-west.kubeconfig"
+        west_kubeconfig.unlink(missing_ok=True)
+        west_log = logs / "sandbox-west.log"
+        west_log.unlink(missing_ok=True)
+        sandbox_port = os.environ.get("SANDBOX_PORT", "6443")
+        west_port = os.environ.get("SANDBOX_WEST_PORT", "0" if sandbox_port == "0" else "6444")
+        west = Service("sandbox-west", [python, "-m", "sandbox", "--port", west_port, "--kubeconfig",
+                                        str(west_kubeconfig), "--topology", "west"], west_log,
+                       env={"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")})
+        if not supervisor.start(west, ready=_log_contains(west_log, "ready"), timeout=30):
+            logger.error("the sandbox cluster gpu-west failed to start; see %s", west_log)
+            supervisor.stop_all()
+            return 1
+        logger.info("sandbox cluster gpu-west ready (kubeconfig %s)", west_kubeconfig)
+        registered = subprocess.run([*manage, "portal_demo_clusters", "--default", "gpu-east", "--add", "gpu-west"],
+                                    check=False, timeout=60)
+        if registered.returncode:
+            logger.warning("continuing with the default cluster only")
+        else:
+            watch_args = ["--kubeconfig", f"gpu-west={west_kubeconfig}"]
         seeded = subprocess.run([*manage, "portal_demo_seed"], check=False, timeout=120)
         if seeded.returncode:
             logger.warning("continuing without demo policies")
@@ -202,7 +227,8 @@ def embedded(argv: Sequence[str] | None = None) -> int:
                    "--concurrency", "2", "--schedule", str(var_dir / "celerybeat-schedule")],
         logs / "worker.log", restart=True,
     ))
-    supervisor.start(Service("cluster-watch", [*manage, "cluster_watch"], logs / "cluster-watch.log", restart=True))
+    supervisor.start(Service("cluster-watch", [*manage, "cluster_watch", *watch_args], logs / "cluster-watch.log",
+                             restart=True))
     supervisor.start(Service("web", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], logs / "web.log"))
     logger.info("Trainer Portal: http://127.0.0.1:%s/  (Ctrl-C stops everything; logs in %s)", port, logs)
     return supervisor.run()

@@ -5,10 +5,10 @@ One Lease per cluster, in the cluster it elects for (``settings.CLUSTER_WATCH_LE
 :func:`lease_name_for`), names the holder in ``spec.holderIdentity``. The holder renews ``renewTime`` every
 ``renew_interval`` (2 s); a candidate takes the Lease over when it is free or when it has not changed for
 ``lease_duration`` (15 s) of the candidate's own clock (so clock skew between hosts does not matter). The holder
-stops calling itself leader ``renew_deadline`` (10 s) after its last successful renewal began — before any candidate
-may take over — so a deposed leader never writes: ``is_leader`` is computed from that deadline at every call. Every write is a
-compare-and-set on the Lease's resourceVersion (PUT with ``metadata.resourceVersion``; a 409 means someone else
-won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes over at once.
+stops calling itself leader ``renew_deadline`` (10 s) after its last successful renewal began — before any
+candidate may take over — so a deposed leader never writes: ``is_leader`` is computed from that deadline at every
+call. Every write is a compare-and-set on the Lease's resourceVersion (PUT with ``metadata.resourceVersion``; a 409
+means someone else won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes over at once.
 
 Where Leases are not served or forbidden, the elector runs in "standalone" mode: this process acts as the leader,
 logs why, and reports ``mode: standalone`` (docs/decisions.md, "Cluster app and watcher").
