@@ -8,7 +8,8 @@ One Lease per cluster, in the cluster it elects for (``settings.CLUSTER_WATCH_LE
 stops calling itself leader ``renew_deadline`` (10 s) after its last successful renewal began — before any
 candidate may take over — so a deposed leader never writes: ``is_leader`` is computed from that deadline at every
 call. Every write is a compare-and-set on the Lease's resourceVersion (PUT with ``metadata.resourceVersion``; a 409
-means someone else won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes over at once.
+means someone else won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes
+over at once.
 
 Where Leases are not served or forbidden, the elector runs in "standalone" mode: this process acts as the leader,
 logs why, and reports ``mode: standalone`` (docs/decisions.md, "Cluster app and watcher").

@@ -11,7 +11,8 @@ from jobs.domain.records import JobRecord
 
 def record(**overrides) -> JobRecord:
     values = {"uid": "u1", "namespace": "team-a", "name": "llm", "runtime_kind": "ClusterTrainingRuntime",
-              "runtime_name": "torch", "num_nodes": 2, "gpus_per_node": 8, "resources_per_node": {"nvidia.com/gpu": "8"},
+              "runtime_name": "torch", "num_nodes": 2, "gpus_per_node": 8,
+              "resources_per_node": {"nvidia.com/gpu": "8"},
               "level": "zone", "queue_name": "", "creator": "ann", "priority_class": "", "state": "running",
               "reason": "Running", "message": "all pods running", "since": dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
               "submitted_at": dt.datetime(2026, 12, 1, tzinfo=dt.UTC)}
