@@ -110,6 +110,10 @@ class Supervisor:
         service.start()
         if ready is None:
             return True
+        return self.wait_ready(service, ready, timeout=timeout)
+
+    def wait_ready(self, service: Service, ready: Callable[[], bool], *, timeout: float = 60.0) -> bool:
+        """Wait until ``ready`` returns True; return False if ``service`` exited, time ran out or a stop came."""
         deadline = time.monotonic() + timeout
         while not ready():
             if not service.running() or time.monotonic() > deadline or self.stop_signal is not None:
@@ -185,31 +189,31 @@ def embedded(argv: Sequence[str] | None = None) -> int:
         os.environ["TRAINER_PORTAL_KUBECONFIG"] = str(kubeconfig)
         sandbox_log = logs / "sandbox.log"
         sandbox_log.unlink(missing_ok=True)
-        sandbox = Service("sandbox", [python, "-m", "sandbox", "--port", os.environ.get("SANDBOX_PORT", "6443"),
-                                      "--kubeconfig", str(kubeconfig), "--topology", "demo"], sandbox_log,
-                          env={"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")})
-        if not supervisor.start(sandbox, ready=_log_contains(sandbox_log, "ready"), timeout=30):
-            logger.error("the sandbox cluster failed to start; see %s", sandbox_log)
-            supervisor.stop_all()
-            return 1
-        logger.info("sandbox cluster gpu-east ready (kubeconfig %s)", kubeconfig)
+        sandbox_port = os.environ.get("SANDBOX_PORT", "6443")
+        generator = {"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")}
+        sandbox = Service("sandbox", [python, "-m", "sandbox", "--port", sandbox_port, "--kubeconfig",
+                                      str(kubeconfig), "--topology", "demo"], sandbox_log, env=generator)
         west_kubeconfig = var_dir / "sandbox-west.kubeconfig"
         west_kubeconfig.unlink(missing_ok=True)
         west_log = logs / "sandbox-west.log"
         west_log.unlink(missing_ok=True)
-        sandbox_port = os.environ.get("SANDBOX_PORT", "6443")
         west_port = os.environ.get("SANDBOX_WEST_PORT", "0" if sandbox_port == "0" else "6444")
         west = Service("sandbox-west", [python, "-m", "sandbox", "--port", west_port, "--kubeconfig",
-                                        str(west_kubeconfig), "--topology", "west"], west_log,
-                       env={"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")})
-        if not supervisor.start(west, ready=_log_contains(west_log, "ready"), timeout=30):
-            logger.error("the sandbox cluster gpu-west failed to start; see %s", west_log)
-            supervisor.stop_all()
-            return 1
-        logger.info("sandbox cluster gpu-west ready (kubeconfig %s)", west_kubeconfig)
-        registered = subprocess.run([*manage, "portal_demo_clusters", "--default", "gpu-east", "--add", "gpu-west"],
-                                    check=False, timeout=60)
-        if registered.returncode:
+                                        str(west_kubeconfig), "--topology", "west"], west_log, env=generator)
+        # Both clusters start at once, while the database learns about them.
+        supervisor.start(sandbox)
+        supervisor.start(west)
+        registering = subprocess.Popen([*manage, "portal_demo_clusters", "--default", "gpu-east", "--add",
+                                        "gpu-west"])
+        for service, log, name in ((sandbox, sandbox_log, "gpu-east"), (west, west_log, "gpu-west")):
+            if not supervisor.wait_ready(service, _log_contains(log, "ready"), timeout=30):
+                logger.error("the sandbox cluster %s failed to start; see %s", name, log)
+                registering.kill()
+                supervisor.stop_all()
+                return 1
+        logger.info("sandbox clusters ready: gpu-east (kubeconfig %s), gpu-west (kubeconfig %s)", kubeconfig,
+                    west_kubeconfig)
+        if registering.wait(120):
             logger.warning("continuing with the default cluster only")
         else:
             watch_args = ["--kubeconfig", f"gpu-west={west_kubeconfig}"]

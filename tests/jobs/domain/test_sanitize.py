@@ -83,12 +83,20 @@ def test_numbers_beyond_the_column_are_clamped():
     assert dirty.num_nodes == sanitize.MAX_INT and dirty.gpus_per_node == 1
 
 
-def test_nesting_deeper_than_the_limit_is_kept_as_text():
+def test_a_dirty_value_nested_deeper_than_the_limit_is_kept_as_clean_text():
     deep: dict = {}
     cursor = deep
     for _ in range(sanitize.MAX_JSON_DEPTH + 5):
         cursor["x"] = {}
         cursor = cursor["x"]
+    cursor["bad"] = "nul\x00"
     dirty = record(workload=deep)
-    assert sanitize.sanitize_record(dirty, LIMITS) == 1
+    assert sanitize.sanitize_record(dirty, LIMITS) >= 1
     assert storable(dirty.workload)
+
+
+def test_a_long_list_of_clean_values_is_left_alone():
+    pods = [{"name": f"pod-{i}", "phase": "Running", "node": f"n{i}"} for i in range(2_000)]
+    clean = record(pods=pods)
+    assert sanitize.sanitize_record(clean, LIMITS) == 0
+    assert clean.pods is pods
