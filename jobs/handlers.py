@@ -1,9 +1,15 @@
 """The admission tracker: a cluster-watch handler that keeps an ownership index of the objects around TrainJobs
 and, on every flush, recomputes only the jobs a change touched and writes what changed.
 
-It runs in the ``cluster_watch`` process, inside the informer hub (one list+watch per kind per process, shared
-with the topology snapshot), and writes only while this process holds the Lease (``needs_leader``). The hub
-calls every method from its one dispatch thread.
+It runs in the ``cluster_watch`` process, inside the informer hub of one cluster (one list+watch per kind per
+cluster, shared with the topology snapshot); every write carries that cluster. It writes only while this process
+holds the cluster's Lease (``needs_leader``), and asks the elector again right before every write (``leader_check``),
+so a leader deposed mid-flush writes nothing more. The hub calls every method from its one dispatch thread.
+
+Never frozen, never lying: a record that cannot even be computed (an object of the wrong shape) or that the
+database refuses alone is quarantined (logged, counted in TrackerStatus.quarantined, retried only when the object
+changes again) and every other row is written; a silent or failing watch is reported at once (``connected=False``
+with the reason), not at the next regular heartbeat.
 """
 
 from __future__ import annotations
@@ -64,10 +70,10 @@ class AdmissionHandler:
     kinds = tuple(KIND_NAMES)
     needs_leader = True
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, identity: str | None = None,
-                 cluster: int | None = None) -> None:
-        # The cluster (primary key) whose TrainJobs this handler tracks; None = the default cluster.
+    def __init__(self, *, cluster=None, clock: Callable[[], float] = time.monotonic,
+                 identity: str | None = None) -> None:
         self.cluster = cluster
+        self.leader_check: Callable[[], bool] = lambda: True  # the hub sets its Lease check
         self.clock = clock
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
         self.index = ownership.OwnershipIndex()
@@ -91,6 +97,10 @@ class AdmissionHandler:
         self.stale = 0
         self.flushes = 0
         self.events = 0
+        self.sanitized = 0
+        self.quarantined = 0
+        self.deposed = 0
+        self._reported_error: str | None = None
         self._last_heartbeat = float("-inf")
         self._last_prune = float("-inf")
         self._watch_marks: dict[object, tuple[int, tuple[int, ...], str]] = {}
@@ -152,7 +162,7 @@ class AdmissionHandler:
             errors = getattr(stats, "errors", 0)
             # A stream that ended normally counts a reconnect without an error: that is progress too.
             progress = (getattr(stats, "events", 0), getattr(stats, "relists", 0), getattr(stats, "bookmarks", 0),
-                        getattr(stats, "reconnects", 0) - errors)
+                        getattr(stats, "reconnects", 0) - errors, getattr(stats, "idles", 0))
             before_errors, before_progress, error = self._watch_marks.get(kind, (0, progress, ""))
             if progress != before_progress:
                 error = ""
@@ -171,6 +181,9 @@ class AdmissionHandler:
         now = self.clock()
         self.synced = self._is_synced(now)
         if self.synced:
+            if not self.leader_check():
+                self.deposed += 1  # the Lease's renew deadline passed since the hub asked: write nothing
+                return
             try:
                 self._write()
                 self.last_error = ""
@@ -178,12 +191,16 @@ class AdmissionHandler:
                 # Keep everything dirty: the next flush retries.
                 self.last_error = f"database: {error}"
                 logger.warning("admission tracker could not write: %s", error)
-        if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
+        reported = self.watch_error or self.last_error
+        if now - self._last_heartbeat >= HEARTBEAT_SECONDS or reported != self._reported_error:
+            if not self.leader_check():
+                self.deposed += 1
+                return
             self._heartbeat(now)
         if self.synced and now - self._last_prune >= PRUNE_SECONDS:
             self._last_prune = now
             try:
-                services.prune_finished()
+                services.prune_finished(cluster=self.cluster)
             except DatabaseError as error:
                 logger.warning("admission tracker could not prune: %s", error)
 
@@ -192,7 +209,9 @@ class AdmissionHandler:
         return {"tracked": self.index.count(ownership.TRAINJOB), "dirty": len(self.dirty), "synced": self.synced,
                 "writes": self.writes, "transitions": self.transitions, "unchanged": self.unchanged,
                 "stale": self.stale, "flushes": self.flushes, "events": self.events, "listed": sorted(self.listed),
-                "objects": {kind: self.index.count(kind) for kind in ownership.KINDS}, "lastError": self.last_error}
+                "objects": {kind: self.index.count(kind) for kind in ownership.KINDS}, "lastError": self.last_error,
+                "watchError": self.watch_error, "sanitized": self.sanitized, "quarantined": self.quarantined,
+                "deposed": self.deposed, "cluster": getattr(self.cluster, "name", "")}
 
     def close(self) -> None:
         """Last words on the way out: nothing to release (the hub flushed already)."""
@@ -237,10 +256,17 @@ class AdmissionHandler:
                 if uid in self.known_jobs:
                     deleted.add(uid)
                 continue
-            record = job_record(tree)
-            record.observed_version = _newer(self.observed.get(uid, ""), record.observed_version)
+            try:
+                record = job_record(tree)
+                record.observed_version = _newer(self.observed.get(uid, ""), record.observed_version)
+            except Exception:  # an object of a shape nothing expects: skip it, keep tracking every other job
+                self.quarantined += 1
+                logger.exception("admission tracker: quarantined TrainJob uid %s: its objects cannot be read", uid)
+                continue
             records.append(record)
         result = services.apply_records(records, cluster=self.cluster)
+        self.sanitized += result.sanitized
+        self.quarantined += result.quarantined
         gone = services.mark_gone(deleted, cluster=self.cluster) if deleted else 0
         if self.reconcile_listed:
             gone += services.reconcile_listed(self.index.trainjob_uids(), cluster=self.cluster)
@@ -262,7 +288,9 @@ class AdmissionHandler:
             services.tracker_heartbeat(holder=self.identity, connected=not self.watch_error, synced=self.synced,
                                        tracked=self.index.count(ownership.TRAINJOB), writes=self.writes,
                                        last_event_at=self.last_event_at, last_error=error,
-                                       leader_since=self.leader_since, cluster=self.cluster)
+                                       leader_since=self.leader_since, cluster=self.cluster,
+                                       quarantined=self.quarantined, sanitized=self.sanitized)
+            self._reported_error = error
         except DatabaseError as exc:
             logger.warning("admission tracker could not record its heartbeat: %s", exc)
 

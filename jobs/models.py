@@ -155,6 +155,10 @@ class TrackerStatus(models.Model):
     writes = models.BigIntegerField(default=0, help_text="Rows written since the tracker started (for no-op checks).")
     change_seq = models.BigIntegerField(default=0)
     pruned = models.BigIntegerField(default=0, help_text="TrainJobs removed by retention so far (poll tokens).")
+    quarantined = models.BigIntegerField(
+        default=0, help_text="Objects the database refused even alone since the tracker started (skipped, logged).")
+    sanitized = models.BigIntegerField(
+        default=0, help_text="Objects repaired before writing (NUL, invalid Unicode, oversized or mistyped fields).")
 
     class Meta:
         verbose_name_plural = "tracker status"

@@ -16,10 +16,10 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
@@ -27,6 +27,7 @@ from trainer_portal.cluster.models import Cluster, default_cluster_id
 
 from .domain import states
 from .domain.records import JobRecord
+from .domain.sanitize import sanitize_record
 from .domain.signals import compare_resource_versions
 from .errors import InvalidGrant
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
@@ -53,13 +54,17 @@ LEVEL_KEPT_IN = frozenset({states.SUSPENDED, states.QUEUED, states.QUOTA_RESERVE
 @dataclass
 class ApplyResult:
     """What one batch wrote: rows created / updated, rows left alone (no change), stale records skipped,
-    transitions appended."""
+    transitions appended, records repaired before writing (``sanitized``) and records the database refused even
+    alone (``quarantined``, their uids in ``quarantined_uids``)."""
 
     created: int = 0
     updated: int = 0
     unchanged: int = 0
     stale: int = 0
     transitions: int = 0
+    sanitized: int = 0
+    quarantined: int = 0
+    quarantined_uids: list[str] = field(default_factory=list)
 
     @property
     def writes(self) -> int:
@@ -68,8 +73,28 @@ class ApplyResult:
 
     def add(self, other: ApplyResult) -> None:
         """Add ``other``'s counts to this one."""
-        for name in ("created", "updated", "unchanged", "stale", "transitions"):
+        for name in ("created", "updated", "unchanged", "stale", "transitions", "sanitized", "quarantined"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.quarantined_uids.extend(other.quarantined_uids)
+
+
+# -- which cluster a write belongs to ------------------------------------------------------------------------------
+# Every tracker write names the cluster it tracks (a Cluster row or its key; None: the default cluster).
+
+
+def _scope(queryset, cluster: ClusterRef):
+    """Return ``queryset`` narrowed to ``cluster``'s rows (None: the default cluster)."""
+    return queryset.filter(cluster_id=_cluster_id(cluster))
+
+
+def _cluster_fields(model, cluster: ClusterRef) -> dict:
+    """Return the constructor keywords that put a new ``model`` row on ``cluster``."""
+    return {"cluster_id": _cluster_id(cluster)}
+
+
+def _column_limits() -> dict[str, int]:
+    """Return ``{field: max_length}`` of TrainJob's bounded text columns (what the sanitiser cuts to)."""
+    return {f.name: f.max_length for f in TrainJob._meta.concrete_fields if getattr(f, "max_length", None)}
 
 
 def is_older(observed: str, stored: str) -> bool:
@@ -126,33 +151,69 @@ def _copy(record: JobRecord, row: TrainJob, digest: str) -> None:
         row.resource_version = record.observed_version
 
 
-def apply_records(records: Sequence[JobRecord], *, now: dt.datetime | None = None,
-                  cluster: ClusterRef = None) -> ApplyResult:
-    """Write the records of ``cluster`` (default: the default cluster) that changed something (see the module
-    rules); return the counts.
+def apply_records(records: Sequence[JobRecord], *, cluster=None, now: dt.datetime | None = None) -> ApplyResult:
+    """Write the records that changed something (see the module rules) for ``cluster`` (a Cluster row; None: the
+    default one); return the counts.
 
-    Records for the same uid later in ``records`` win. Raises DatabaseError when the database fails (the caller
-    keeps the records dirty and retries).
+    Records for the same uid later in ``records`` win. Every record is sanitised first (no NUL, no invalid code
+    point, cut to its column: ``result.sanitized``). When a batch fails, its records are written one by one and a
+    record the database refuses alone is skipped and reported in ``result.quarantined_uids``: one bad object never
+    holds back the others. Raises DatabaseError when the database itself fails (the caller keeps the records dirty
+    and retries).
     """
     now = now or timezone.now()
-    cluster_id = _cluster_id(cluster)
+    limits = _column_limits()
     latest: dict[str, JobRecord] = {}
+    result = ApplyResult()
     for record in records:
+        if sanitize_record(record, limits):
+            result.sanitized += 1
         if record.uid:
             latest[record.uid] = record
-    result = ApplyResult()
     uids = list(latest)
     for start in range(0, len(uids), BATCH_SIZE):
-        result.add(_apply_batch([latest[uid] for uid in uids[start:start + BATCH_SIZE]], now, cluster_id))
+        batch = [latest[uid] for uid in uids[start:start + BATCH_SIZE]]
+        try:
+            result.add(_apply_batch(batch, now, cluster))
+        except DatabaseError as error:
+            result.add(_apply_one_by_one(batch, now, cluster, error))
     return result
 
 
-def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster_id: int) -> ApplyResult:
+def _apply_one_by_one(records: list[JobRecord], now: dt.datetime, cluster, error: DatabaseError) -> ApplyResult:
+    """Retry a failed batch record by record; quarantine the records that fail alone while the database answers.
+
+    Raises DatabaseError (the batch's) when the database does not answer at all.
+    """
+    logger.warning("admission tracker: a batch of %d rows failed (%s); writing them one by one", len(records), error)
+    result = ApplyResult()
+    for record in records:
+        try:
+            result.add(_apply_batch([record], now, cluster))
+        except DatabaseError as row_error:
+            if not _database_answers():
+                raise error from row_error
+            result.quarantined += 1
+            result.quarantined_uids.append(record.uid)
+            logger.error("admission tracker: quarantined TrainJob %s/%s (uid %s): the database refuses it: %s",
+                         record.namespace, record.name, record.uid, row_error)
+    return result
+
+
+def _database_answers() -> bool:
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except DatabaseError:
+        return False
+
+
+def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster=None) -> ApplyResult:
     result = ApplyResult()
     with transaction.atomic():
-        existing = {row.uid: row for row in TrainJob.objects.filter(cluster_id=cluster_id,
-                                                                    uid__in=[r.uid for r in records])
-                    .only(*DECIDING_FIELDS)}
+        existing = {row.uid: row for row in _scope(TrainJob.objects, cluster)
+                    .filter(uid__in=[r.uid for r in records]).only(*DECIDING_FIELDS)}
         seq = None
         created: list[TrainJob] = []
         updated: list[TrainJob] = []
@@ -169,8 +230,8 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster_id: int) ->
             if seq is None:
                 seq = _next_seq()
             if row is None:
-                row = TrainJob(cluster_id=cluster_id, uid=record.uid, submitted_at=record.submitted_at or now,
-                               since=now)
+                row = TrainJob(uid=record.uid, submitted_at=record.submitted_at or now, since=now,
+                               **_cluster_fields(TrainJob, cluster))
                 _copy(record, row, digest)
                 _enter_state(row, record, now)
                 row.change_seq = seq
@@ -194,15 +255,14 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster_id: int) ->
         if transitions:
             missing_ids = [row.uid for row, _, _ in transitions if row.pk is None]
             if missing_ids:  # backends that do not return ids from bulk INSERT
-                ids = dict(TrainJob.objects.filter(cluster_id=cluster_id, uid__in=missing_ids)
-                           .values_list("uid", "id"))
+                ids = dict(_scope(TrainJob.objects, cluster).filter(uid__in=missing_ids).values_list("uid", "id"))
                 for row, _, _ in transitions:
                     if row.pk is None:
                         row.pk = ids[row.uid]
             TrainJobTransition.objects.bulk_create([
-                TrainJobTransition(job_id=row.pk, cluster_id=cluster_id, from_state=previous, to_state=record.state,
-                                   reason=record.reason,
-                                   message=record.message[:4000], at=row.since, seq=row.change_seq)
+                TrainJobTransition(job_id=row.pk, from_state=previous, to_state=record.state, reason=record.reason,
+                                   message=record.message[:4000], at=row.since, seq=row.change_seq,
+                                   **_cluster_fields(TrainJobTransition, cluster))
                 for row, previous, record in transitions], batch_size=BATCH_SIZE)
         result.created, result.updated, result.transitions = len(created), len(updated), len(transitions)
     return result
@@ -229,36 +289,31 @@ GONE_REASON = "Deleted"
 GONE_MESSAGE = "the TrainJob was deleted from the cluster"
 
 
-def mark_gone(uids: Iterable[str], *, now: dt.datetime | None = None, cluster: ClusterRef = None) -> int:
-    """Mark the rows of ``uids`` on ``cluster`` (default: the default cluster) gone (deleted on the cluster);
-    return how many rows changed.
+def mark_gone(uids: Iterable[str], *, cluster=None, now: dt.datetime | None = None) -> int:
+    """Mark the rows of ``uids`` gone (deleted on the cluster); return how many rows changed.
 
     A finished job keeps its final state; any other state becomes ``unknown`` / ``Deleted`` with a transition, so
     a deleted job is never left showing "running".
     """
     now = now or timezone.now()
-    cluster_id = _cluster_id(cluster)
     uids = list(uids)
     changed = 0
     for start in range(0, len(uids), BATCH_SIZE):
-        changed += _mark_gone(TrainJob.objects.filter(cluster_id=cluster_id, uid__in=uids[start:start + BATCH_SIZE]),
-                              now)
+        changed += _mark_gone(_scope(TrainJob.objects, cluster).filter(uid__in=uids[start:start + BATCH_SIZE]), now,
+                              cluster)
     return changed
 
 
-def reconcile_listed(present_uids: Iterable[str], *, now: dt.datetime | None = None,
-                     cluster: ClusterRef = None) -> int:
-    """After a full TrainJob list of ``cluster`` (default: the default cluster): mark every row of that cluster not
-    in ``present_uids`` gone; return how many changed."""
+def reconcile_listed(present_uids: Iterable[str], *, cluster=None, now: dt.datetime | None = None) -> int:
+    """After a full TrainJob list of ``cluster``: mark every row of it not in ``present_uids`` gone; return how many
+    changed."""
     now = now or timezone.now()
-    cluster_id = _cluster_id(cluster)
     present = set(present_uids)
-    candidates = list(TrainJob.objects.filter(cluster_id=cluster_id, gone_at__isnull=True)
-                      .values_list("uid", flat=True))
-    return mark_gone([uid for uid in candidates if uid not in present], now=now, cluster=cluster_id)
+    candidates = list(_scope(TrainJob.objects, cluster).filter(gone_at__isnull=True).values_list("uid", flat=True))
+    return mark_gone([uid for uid in candidates if uid not in present], cluster=cluster, now=now)
 
 
-def _mark_gone(queryset, now: dt.datetime) -> int:
+def _mark_gone(queryset, now: dt.datetime, cluster=None) -> int:
     with transaction.atomic():
         rows = list(queryset.filter(gone_at__isnull=True))
         if not rows:
@@ -270,9 +325,9 @@ def _mark_gone(queryset, now: dt.datetime) -> int:
             row.change_seq = seq
             row.updated_at = now
             if row.state not in states.FINISHED_STATES:
-                transitions.append(TrainJobTransition(job=row, cluster_id=row.cluster_id, from_state=row.state,
-                                                      to_state=states.UNKNOWN,
-                                                      reason=GONE_REASON, message=GONE_MESSAGE, at=now, seq=seq))
+                transitions.append(TrainJobTransition(job=row, from_state=row.state, to_state=states.UNKNOWN,
+                                                      reason=GONE_REASON, message=GONE_MESSAGE, at=now, seq=seq,
+                                                      **_cluster_fields(TrainJobTransition, cluster)))
                 row.state, row.reason, row.message, row.since = states.UNKNOWN, GONE_REASON, GONE_MESSAGE, now
             seq += 1
         _update_rows(rows, ("gone_at", "change_seq", "updated_at", "state", "reason", "message", "since"))
@@ -289,12 +344,12 @@ def retention_days() -> int:
         return DEFAULT_RETENTION_DAYS
 
 
-def prune_finished(*, now: dt.datetime | None = None, days: int | None = None) -> int:
+def prune_finished(*, cluster=None, now: dt.datetime | None = None, days: int | None = None) -> int:
     """Delete TrainJobs finished or gone more than ``days`` ago (default: the retention setting), with their
     transitions; return how many jobs were deleted. Jobs still on the cluster and unfinished are never pruned."""
     now = now or timezone.now()
     cutoff = now - dt.timedelta(days=days if days is not None else retention_days())
-    old = TrainJob.objects.filter(Q(gone_at__lt=cutoff) |
+    old = _scope(TrainJob.objects, cluster).filter(Q(gone_at__lt=cutoff) |
                                   Q(state__in=sorted(states.FINISHED_STATES), finished_at__lt=cutoff))
     rows = list(old.values_list("id", "cluster_id")[:10_000])
     if not rows:
@@ -307,19 +362,24 @@ def prune_finished(*, now: dt.datetime | None = None, days: int | None = None) -
         TrainJobTransition.objects.filter(job_id__in=ids).delete()
         deleted, _ = TrainJob.objects.filter(id__in=ids).delete()
         # Deleted rows move no change_seq: the counter tells pollers their lists changed.
-        for cluster_id, count in sorted(per_cluster.items()):
-            TrackerStatus.objects.filter(cluster_id=cluster_id).update(pruned=F("pruned") + count)
+        _tracker_rows(cluster).update(pruned=F("pruned") + len(ids))
     return len(ids) if deleted else 0
+
+
+def _tracker_rows(cluster):
+    """Return the TrackerStatus queryset of ``cluster`` (None: the default cluster)."""
+    return _scope(TrackerStatus.objects, cluster)
 
 
 def tracker_heartbeat(*, holder: str, connected: bool, synced: bool, tracked: int, writes: int,
                       last_event_at: dt.datetime | None, last_error: str = "",
                       leader_since: dt.datetime | None = None, now: dt.datetime | None = None,
-                      cluster: ClusterRef = None) -> TrackerStatus:
-    """Record the tracker's health on ``cluster`` (its TrackerStatus row; default: the default cluster); return
-    it. ``error_since`` is kept from the first heartbeat that reported the current error."""
+                      cluster=None, quarantined: int | None = None, sanitized: int | None = None) -> TrackerStatus:
+    """Record the tracker's health (the TrackerStatus row of ``cluster``; None: the default one); return it.
+    ``error_since`` is kept from the first heartbeat that reported the current error. ``quarantined`` /
+    ``sanitized`` are the tracker's running counts of objects it could not store / had to repair."""
     now = now or timezone.now()
-    status, _ = TrackerStatus.objects.get_or_create(cluster_id=_cluster_id(cluster))
+    status, _ = TrackerStatus.objects.get_or_create(**_cluster_fields(TrackerStatus, cluster))
     if last_error and not status.last_error:
         status.error_since = now
     elif not last_error:
@@ -336,7 +396,11 @@ def tracker_heartbeat(*, holder: str, connected: bool, synced: bool, tracked: in
         status.last_event_at = last_event_at
     if leader_since is not None:
         status.leader_since = leader_since
-    status.change_seq = TrainJob.objects.aggregate(m=Max("change_seq"))["m"] or 0
+    if quarantined is not None:
+        status.quarantined = quarantined
+    if sanitized is not None:
+        status.sanitized = sanitized
+    status.change_seq = _scope(TrainJob.objects, cluster).aggregate(m=Max("change_seq"))["m"] or 0
     status.save()
     return status
 

@@ -1,4 +1,4 @@
-"""CLI: `python -m sandbox --port PORT --kubeconfig PATH [--topology demo|large|none] [--no-controllers]
+"""CLI: `python -m sandbox --port PORT --kubeconfig PATH [--topology demo|west|large|none] [--no-controllers]
 [--kube-version 1.37|1.36] [--block-key KEY] [--gate NAME=true|false ...] [--trainer-crd VARIANT]`.
 Prints `sandbox ready at <url>` once it listens."""
 
@@ -25,7 +25,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on; 0 picks a free port")
     parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig for this server")
-    parser.add_argument("--topology", choices=("demo", "large", "none"), default="demo")
+    parser.add_argument("--topology", choices=("demo", "west", "large", "none"), default="demo")
     parser.add_argument("--no-controllers", action="store_true", help="serve the API only, no simulated cluster")
     parser.add_argument("--kube-version", choices=("1.37", "1.36"), default="1.37",
                         help="1.37 serves scheduling.k8s.io/v1beta1, 1.36 serves v1alpha2")

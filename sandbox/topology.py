@@ -18,7 +18,7 @@ HOSTNAME_KEY = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 MAINTENANCE_TAINT = {"key": "nvidia.com/gpu-maintenance", "value": "true", "effect": "NoSchedule"}
 
-PRESETS = ("demo", "large", "none")
+PRESETS = ("demo", "west", "large", "none")
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ def preset_nodes(name: str, *, block_key: str = DEFAULT_BLOCK_KEY) -> list[dict]
 
     - `demo`: 2 zones x 2 blocks x 4 racks x 4 nodes x 8 GPUs = 64 nodes; 2 cordoned, 1 NotReady, 1 tainted
       `nvidia.com/gpu-maintenance=true:NoSchedule` (all in zone-b, so zone-a is a clean 32-node zone).
+    - `west`: a smaller, different cluster for the two-cluster demo: 1 zone x 3 blocks x 2 racks x 4 nodes = 24
+      nodes, block-w3 with 4-GPU nodes (H100 pairs split in half), 1 cordoned node.
     - `large`: 10,000 nodes, 3 zones x 8 blocks, 16 nodes per rack (625 racks dealt round-robin over the blocks);
       about 1% cordoned, 0.5% NotReady and 0.5% tainted, spread deterministically.
     - `none`: no nodes.
@@ -48,6 +50,8 @@ def preset_nodes(name: str, *, block_key: str = DEFAULT_BLOCK_KEY) -> list[dict]
         return []
     if name == "demo":
         return _demo_nodes(block_key)
+    if name == "west":
+        return _west_nodes(block_key)
     if name == "large":
         return _large_nodes(block_key)
     raise ValueError(f"unknown topology preset {name!r}: choose one of {', '.join(PRESETS)}")
@@ -78,6 +82,19 @@ def _demo_nodes(block_key: str) -> list[dict]:
                             taints=[dict(MAINTENANCE_TAINT)] if host in tainted else [],
                         )
                     )
+    return nodes
+
+
+def _west_nodes(block_key: str) -> list[dict]:
+    """24 nodes named gpu-w<block>-r<rack>-n<node> in zone-w; the third block has 4-GPU nodes."""
+    nodes = []
+    for block in (1, 2, 3):
+        shape = NodeShape(gpus=4, cpu="96", memory="1024Gi") if block == 3 else NodeShape()
+        for rack in (1, 2):
+            for index in range(1, 5):
+                host = f"gpu-w{block}-r{rack}-n{index}"
+                nodes.append(make_node(host, zone="zone-w", block=f"block-w{block}", rack=f"rack-w{block}-r{rack}",
+                                       block_key=block_key, shape=shape, unschedulable=host == "gpu-w2-r1-n1"))
     return nodes
 
 

@@ -175,3 +175,21 @@ def _worker_seen(stack: Stack) -> str:
 
 def test_it_backs_off_exponentially_up_to_a_cap():
     assert [backoff(n) for n in range(1, 8)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+def test_it_runs_two_sandbox_clusters_both_registered_and_watched(stack):
+    _up(stack)
+    watch_log = stack.var / "log" / "cluster-watch.log"
+
+    def watching() -> str:
+        return watch_log.read_text(errors="replace") if watch_log.exists() else ""
+
+    stack.wait_for(lambda: "cluster gpu-east: watching" in watching() and "cluster gpu-west: watching" in watching(),
+                   "the watcher serving both clusters")
+    with contextlib.closing(sqlite3.connect(stack.database, timeout=10)) as db:
+        clusters = db.execute("SELECT name, is_default FROM cluster_cluster ORDER BY name").fetchall()
+    assert clusters == [("gpu-east", 1), ("gpu-west", 0)]
+    east = re.search(r"cluster gpu-east: watching (\S+)", watching()).group(1)
+    west = re.search(r"cluster gpu-west: watching (\S+)", watching()).group(1)
+    assert east != west  # two API servers, not one watched twice
+    assert "sandbox clusters ready: gpu-east" in stack.text()

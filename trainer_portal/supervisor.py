@@ -110,6 +110,10 @@ class Supervisor:
         service.start()
         if ready is None:
             return True
+        return self.wait_ready(service, ready, timeout=timeout)
+
+    def wait_ready(self, service: Service, ready: Callable[[], bool], *, timeout: float = 60.0) -> bool:
+        """Wait until ``ready`` returns True; return False if ``service`` exited, time ran out or a stop came."""
         deadline = time.monotonic() + timeout
         while not ready():
             if not service.running() or time.monotonic() > deadline or self.stop_signal is not None:
@@ -160,10 +164,15 @@ def _log_contains(path: Path, text: str) -> Callable[[], bool]:
 
 
 def embedded(argv: Sequence[str] | None = None) -> int:
-    """Run the embedded stack: sandbox cluster (unless a kubeconfig is given), worker + beat, watcher, web server.
+    """Run the embedded stack: two sandbox clusters (unless a kubeconfig is given), worker + beat, the watcher of
+    both, web server.
 
-    Reads PORT, SANDBOX_PORT, SANDBOX_GENERATOR, TRAINER_PORTAL_KUBECONFIG and TRAINER_PORTAL_VAR_DIR from the
-    environment. Returns the process exit code.
+    The sandboxes are ``gpu-east`` (the 64-node demo topology, the default cluster) and ``gpu-west`` (the smaller
+    ``west`` topology); once both answer, ``portal_demo_clusters`` registers both as Cluster rows (gpu-west with
+    its kubeconfig stored encrypted, as an admin would register a real cluster).
+    Reads PORT, SANDBOX_PORT, SANDBOX_WEST_PORT (default 6444, or
+    a free port when SANDBOX_PORT is 0), SANDBOX_GENERATOR, TRAINER_PORTAL_KUBECONFIG and TRAINER_PORTAL_VAR_DIR
+    from the environment. Returns the process exit code.
     """
     root = Path(__file__).resolve().parent.parent
     var_dir = Path(os.environ.get("TRAINER_PORTAL_VAR_DIR", root / "var"))
@@ -180,14 +189,30 @@ def embedded(argv: Sequence[str] | None = None) -> int:
         os.environ["TRAINER_PORTAL_KUBECONFIG"] = str(kubeconfig)
         sandbox_log = logs / "sandbox.log"
         sandbox_log.unlink(missing_ok=True)
-        sandbox = Service("sandbox", [python, "-m", "sandbox", "--port", os.environ.get("SANDBOX_PORT", "6443"),
-                                      "--kubeconfig", str(kubeconfig), "--topology", "demo"], sandbox_log,
-                          env={"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")})
-        if not supervisor.start(sandbox, ready=_log_contains(sandbox_log, "ready"), timeout=30):
-            logger.error("the sandbox cluster failed to start; see %s", sandbox_log)
-            supervisor.stop_all()
-            return 1
-        logger.info("sandbox cluster ready (kubeconfig %s)", kubeconfig)
+        sandbox_port = os.environ.get("SANDBOX_PORT", "6443")
+        generator = {"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")}
+        sandbox = Service("sandbox", [python, "-m", "sandbox", "--port", sandbox_port, "--kubeconfig",
+                                      str(kubeconfig), "--topology", "demo"], sandbox_log, env=generator)
+        west_kubeconfig = var_dir / "sandbox-west.kubeconfig"
+        west_kubeconfig.unlink(missing_ok=True)
+        west_log = logs / "sandbox-west.log"
+        west_log.unlink(missing_ok=True)
+        west_port = os.environ.get("SANDBOX_WEST_PORT", "0" if sandbox_port == "0" else "6444")
+        west = Service("sandbox-west", [python, "-m", "sandbox", "--port", west_port, "--kubeconfig",
+                                        str(west_kubeconfig), "--topology", "west"], west_log, env=generator)
+        supervisor.start(sandbox)
+        supervisor.start(west)
+        for service, log, name in ((sandbox, sandbox_log, "gpu-east"), (west, west_log, "gpu-west")):
+            if not supervisor.wait_ready(service, _log_contains(log, "ready"), timeout=30):
+                logger.error("the sandbox cluster %s failed to start; see %s", name, log)
+                supervisor.stop_all()
+                return 1
+        logger.info("sandbox clusters ready: gpu-east (kubeconfig %s), gpu-west (kubeconfig %s)", kubeconfig,
+                    west_kubeconfig)
+        registered = subprocess.run([*manage, "portal_demo_clusters", "--default", "gpu-east", "--add",
+                                     f"gpu-west={west_kubeconfig}"], check=False, timeout=120)
+        if registered.returncode:
+            logger.warning("continuing with the default cluster only")
         seeded = subprocess.run([*manage, "portal_demo_seed"], check=False, timeout=120)
         if seeded.returncode:
             logger.warning("continuing without demo policies")
@@ -202,7 +227,8 @@ def embedded(argv: Sequence[str] | None = None) -> int:
                    "--concurrency", "2", "--schedule", str(var_dir / "celerybeat-schedule")],
         logs / "worker.log", restart=True,
     ))
-    supervisor.start(Service("cluster-watch", [*manage, "cluster_watch"], logs / "cluster-watch.log", restart=True))
+    supervisor.start(Service("cluster-watch", [*manage, "cluster_watch"], logs / "cluster-watch.log",
+                             restart=True))
     supervisor.start(Service("web", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], logs / "web.log"))
     logger.info("Trainer Portal: http://127.0.0.1:%s/  (Ctrl-C stops everything; logs in %s)", port, logs)
     return supervisor.run()

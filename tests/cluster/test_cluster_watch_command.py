@@ -17,7 +17,9 @@ from .processes import migrated_database, portal_env, query
 from .support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-LEASE_NAME = "command-test-cluster-watch"
+LEASE_BASE = "command-test-cluster-watch"
+# One Lease per cluster: the base name suffixed with the cluster's (the migrated single cluster is "default").
+LEASE_NAME = f"{LEASE_BASE}-default"
 
 
 def node(name: str) -> dict:
@@ -32,7 +34,7 @@ def command(cluster, var_dir: Path, *args: str) -> subprocess.Popen:
     if not database.exists():
         migrated_database(var_dir)
     env = portal_env(database, var_dir, TRAINER_PORTAL_KUBECONFIG=cluster.kubeconfig,
-                     TRAINER_PORTAL_LEASE_NAME=LEASE_NAME)
+                     TRAINER_PORTAL_LEASE_NAME=LEASE_BASE)
     return subprocess.Popen([sys.executable, "manage.py", "cluster_watch", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -115,3 +115,42 @@ def jobset_crd() -> dict:
                                                          "x-kubernetes-preserve-unknown-fields": True}}}],
         },
     }
+
+
+class ClusterRecorder(Recorder):
+    """A handler that takes the hub's cluster, as per-cluster handlers do."""
+
+    def __init__(self, name: str, kinds: tuple, *, cluster=None) -> None:
+        super().__init__(name, kinds)
+        self.cluster = cluster
+
+
+def test_a_hub_gives_its_cluster_to_per_cluster_handlers_and_runs_single_cluster_ones_only_for_the_default(gateway):
+    from trainer_portal.cluster.models import Cluster
+
+    west = Cluster(name="gpu-west", is_default=False)
+    east = Cluster(name="gpu-east", is_default=True)
+
+    def per_cluster(*, cluster):
+        return ClusterRecorder("per-cluster", (kube.POD,), cluster=cluster)
+
+    def single():
+        return Recorder("single", (kube.POD,))
+
+    on_west = informers.InformerHub(gateway=gateway, factories=[per_cluster, single], cluster=west)
+    on_east = informers.InformerHub(gateway=gateway, factories=[per_cluster, single], cluster=east)
+    assert [h.name for h in on_west.handlers] == ["per-cluster"] and on_west.handlers[0].cluster is west
+    assert [h.name for h in on_east.handlers] == ["per-cluster", "single"] and on_east.handlers[0].cluster is east
+    assert on_west.stats()["cluster"] == "gpu-west"
+
+
+def test_a_cluster_without_a_connection_is_refused_with_the_fix():
+    from trainer_portal.cluster.models import Cluster
+    from trainer_portal.kube.errors import KubeNotConfigured
+
+    try:
+        informers.gateway_factory(Cluster(name="gpu-west", is_default=False))
+    except KubeNotConfigured as exc:
+        assert "--kubeconfig gpu-west=PATH" in exc.message
+    else:
+        raise AssertionError("a non-default cluster without a connection got a gateway")

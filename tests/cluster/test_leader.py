@@ -102,3 +102,32 @@ def test_candidates_racing_for_a_released_lease_yield_one_leader_by_compare_and_
         thread.join(10)
     leaders = [c.identity for c in candidates if c.is_leader]
     assert len(leaders) == 1 and lease(gateway)["spec"]["holderIdentity"] == leaders[0]
+
+
+def test_a_holder_that_cannot_renew_stops_leading_at_its_renew_deadline_before_anyone_may_take_over(cluster, gateway):
+    holder = leader.LeaseElector(gateway=gateway, namespace="default", name=f"{LEASE}-deadline", identity="holder",
+                                 lease_duration=3, renew_interval=0.2, retry_interval=0.2, renew_deadline=1.5)
+    assert holder.step() and holder.is_leader
+    assert holder.renew_deadline == 1.5 < holder.lease_duration
+    # Every renewal now fails (the API server answers 503): no cached flag keeps it leading past the deadline.
+    cluster.inject_fault(method="*", path=f"/leases/{LEASE}-deadline$", action="status", status=503, count=1000)
+    stop = threading.Event()
+    thread = threading.Thread(target=holder.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: not holder.is_leader, timeout=5)
+    finally:
+        stop.set()
+        thread.join(5)
+        cluster.clear_faults()
+    lease_spec = lease_named(gateway, f"{LEASE}-deadline")["spec"]
+    assert lease_spec["holderIdentity"] == "holder"  # the Lease still names it: a candidate must still wait
+
+
+def lease_named(gateway, name: str) -> dict:
+    return gateway.get(resources.COORDINATION_LEASE, name=name, namespace="default")
+
+
+def test_lease_names_carry_the_cluster():
+    assert leader.lease_name_for("trainer-portal-cluster-watch", "gpu-west") == "trainer-portal-cluster-watch-gpu-west"
+    assert len(leader.lease_name_for("x" * 250, "gpu-west")) <= 253

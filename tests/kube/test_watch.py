@@ -126,3 +126,12 @@ def test_backoff_is_bounded_and_jittered(failures):
     high = kube.backoff_delay(failures, initial=0.5, maximum=30, rng=lambda: 1.0)
     ceiling = min(30, 0.5 * 2 ** (failures - 1))
     assert (low, high) == (ceiling / 2, ceiling)
+
+
+def test_a_resource_version_that_goes_backwards_or_changes_form_means_a_new_store():
+    from trainer_portal.kube.watch import went_backwards
+
+    assert went_backwards("12", "5000")
+    assert not went_backwards("5001", "5000") and not went_backwards("5000", "5000")
+    assert went_backwards("abc", "5000") and went_backwards("12", "opaque")
+    assert not went_backwards("", "5000") and not went_backwards("12", "")

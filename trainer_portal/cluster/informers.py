@@ -7,7 +7,16 @@ drained by one dispatch thread, so every handler sees the events of a kind in th
 Kinds the cluster does not serve (JobSet, Kueue Workload, …) are skipped, reported in :meth:`InformerHub.stats`,
 and looked up again every ``recheck_seconds``.
 
-With an elector (``leader.LeaseElector``) only the process holding the Lease flushes ``needs_leader`` handlers;
+One hub serves one cluster (a ``Cluster`` row; ``manage.py cluster_watch`` runs one hub per cluster it serves, each
+with its own gateway and Lease). Handler factories that take a ``cluster`` keyword get the hub's row, so their
+writes carry it; a factory without one is a single-cluster handler and runs for the default cluster only.
+
+A silent stream is checked after ``idle_timeout`` seconds (``kube.watch.Watcher``): a hung API server shows as
+watch errors within seconds, which handlers read from ``watch_state`` to report the cluster stale.
+
+With an elector (``leader.LeaseElector``) only the process holding the Lease flushes ``needs_leader`` handlers
+(leadership is asked of the elector right before each handler's flush, and handlers with a ``leader_check``
+attribute get a callable to ask again right before each write);
 handlers without it (the topology snapshot, per host) are flushed everywhere. Every handler receives every relist
 and event of its kinds whether or not this process leads, so a process that gains leadership already knows the
 cluster and reconciles it at its next flush (``leadership_gained``).
@@ -15,6 +24,7 @@ cluster and reconciles it at its next flush (``leadership_gained``).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import queue
 import threading
@@ -22,15 +32,51 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from trainer_portal.kube.client import Gateway, WatchEvent, get_gateway
-from trainer_portal.kube.errors import KubeError, KubeNotFound
+from trainer_portal.kube.client import Gateway, WatchEvent, build_gateway, get_gateway
+from trainer_portal.kube.config import KubeSettings, load_settings
+from trainer_portal.kube.errors import KubeError, KubeNotConfigured, KubeNotFound
 from trainer_portal.kube.resources import Resource, ResourceKind
 from trainer_portal.kube.watch import Relist, Watcher
+
+from . import connections
 
 logger = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 60.0
 QUEUE_SIZE = 50_000
+# A stream silent this long is checked with a bounded one-item list (kube.watch.Watcher): a hung API server is
+# noticed within IDLE + PROBE seconds, and reported by the next flush.
+IDLE_TIMEOUT_SECONDS = 4.0
+PROBE_TIMEOUT_SECONDS = 2.0
+
+
+def gateway_factory(cluster: Any = None, *, kubeconfigs: dict[str, str] | None = None) -> Gateway:
+    """Return the gateway of ``cluster`` (a ``Cluster`` row; None: the default one from the settings).
+
+    ``kubeconfigs`` maps a cluster name to a kubeconfig path (the operator's ``--kubeconfig NAME=PATH`` override;
+    the row's ``kubeconfig_context`` picks the context). Otherwise the default cluster, and any row whose connection
+    is "settings", uses the portal's settings; other rows connect as the cluster registry says
+    (``connections.gateway_for_cluster``). Raises KubeNotConfigured when the cluster cannot be reached from here.
+    """
+    name = getattr(cluster, "name", "")
+    path = (kubeconfigs or {}).get(name) if name else None
+    if path:
+        base = load_settings()
+        return build_gateway(KubeSettings(config_path=path, context=getattr(cluster, "kubeconfig_context", ""),
+                                          timeout=base.timeout, field_manager=base.field_manager))
+    if cluster is None or getattr(cluster, "connection", "settings") == "settings":
+        if cluster is not None and not cluster.is_default:
+            raise KubeNotConfigured(f"cluster {name!r} has connection \"settings\" but is not the default cluster: "
+                                    f"pass --kubeconfig {name}=PATH, or store its kubeconfig on the cluster")
+        return get_gateway()
+    return connections.gateway_for_cluster(cluster)
+
+
+def _takes_cluster(factory: Callable) -> bool:
+    try:
+        return "cluster" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class Handler(Protocol):
@@ -60,7 +106,7 @@ class Handler(Protocol):
         """Counters for the cluster page and tests."""
 
 
-HandlerFactory = Callable[[], Handler]
+HandlerFactory = Callable[..., Handler]
 _FACTORIES: dict[str, HandlerFactory] = {}
 
 
@@ -111,15 +157,32 @@ class InformerHub:
         backoff_max: float = 30.0,
         flush_interval: float = 0.2,
         recheck_seconds: float = RECHECK_SECONDS,
+        cluster: Any = None,
+        idle_timeout: float | None = IDLE_TIMEOUT_SECONDS,
+        probe_timeout: float = PROBE_TIMEOUT_SECONDS,
     ) -> None:
-        self.gateway = gateway or get_gateway()
+        self.cluster = cluster
+        self.gateway = gateway or gateway_factory(cluster)
+        self.idle_timeout = idle_timeout
+        self.probe_timeout = probe_timeout
         self.stop = stop or threading.Event()
         self.elector = elector
         self.timeout_seconds = timeout_seconds
         self.backoff_max = backoff_max
         self.flush_interval = flush_interval
         self.recheck_seconds = recheck_seconds
-        self.handlers: list[Handler] = [factory() for factory in (registered() if factories is None else factories)]
+        self.handlers: list[Handler] = []
+        for factory in registered() if factories is None else factories:
+            if _takes_cluster(factory):
+                self.handlers.append(factory(cluster=cluster))
+            elif cluster is None or getattr(cluster, "is_default", True):
+                self.handlers.append(factory())
+            else:
+                logger.info("cluster %s: handler %s serves the default cluster only; not run here",
+                            cluster.name, getattr(factory, "name", factory))
+        for handler in self.handlers:
+            if hasattr(handler, "leader_check"):
+                handler.leader_check = self.holds_lease
         self.kinds: list[ResourceKind] = []
         for handler in self.handlers:
             for kind in handler.kinds:
@@ -147,6 +210,7 @@ class InformerHub:
                 for kind, watcher in self.watchers.items()
                 for resource in [self.resources[kind]]
             },
+            "cluster": getattr(self.cluster, "name", ""),
             "unserved": {kind.label: reason for kind, reason in self.unserved.items()},
             "leader": self.leader if self.elector is not None else None,
             "dispatched": self.dispatched,
@@ -205,10 +269,12 @@ class InformerHub:
                 continue
             self.unserved.pop(kind, None)
             watcher = Watcher(self.gateway, resource, timeout_seconds=self.timeout_seconds,
-                              backoff_max=self.backoff_max, stop=self.stop)
+                              backoff_max=self.backoff_max, stop=self.stop, idle_timeout=self.idle_timeout,
+                              probe_timeout=self.probe_timeout)
             self.resources[kind] = resource
             self.watchers[kind] = watcher
-            thread = threading.Thread(target=self._feed, args=(kind, watcher), name=f"watch-{kind.plural}",
+            prefix = f"{self.cluster.name}-" if self.cluster is not None else ""
+            thread = threading.Thread(target=self._feed, args=(kind, watcher), name=f"watch-{prefix}{kind.plural}",
                                       daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -262,9 +328,14 @@ class InformerHub:
             logger.info("this process no longer leads the cluster watch")
         self.leader = leader
 
+    def holds_lease(self) -> bool:
+        """Return whether this process may write for its cluster right now (asked of the elector at each call:
+        its renew deadline, never a cached flag); True without an elector."""
+        return self.elector is None or bool(self.elector.is_leader)
+
     def _flush(self) -> None:
-        leader = self.leader if self.elector is not None else True
         for handler in self.handlers:
+            leader = self.holds_lease()
             if handler.needs_leader and not leader:
                 continue
             # Optional hook: which kinds are watched (with their WatchStats) and which are not served.

@@ -1,11 +1,15 @@
 """Leader election over a coordination.k8s.io/v1 Lease, as kube-controller-manager does it.
 
-One Lease (``settings.CLUSTER_WATCH_LEASE_NAMESPACE`` / ``CLUSTER_WATCH_LEASE_NAME``, defaults "default" /
-"trainer-portal-cluster-watch") names the holder in ``spec.holderIdentity``. The holder renews ``renewTime`` every
-``renew_interval`` (5 s); a candidate takes the Lease over when it is free or when it has not changed for
-``lease_duration`` (15 s) of the candidate's own clock (so clock skew between hosts does not matter). Every write is a
-compare-and-set on the Lease's resourceVersion (PUT with ``metadata.resourceVersion``; a 409 means someone else
-won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes over at once.
+One Lease per cluster, in the cluster it elects for (``settings.CLUSTER_WATCH_LEASE_NAMESPACE`` /
+``CLUSTER_WATCH_LEASE_NAME``, defaults "default" / "trainer-portal-cluster-watch", suffixed with the cluster's name by
+:func:`lease_name_for`), names the holder in ``spec.holderIdentity``. The holder renews ``renewTime`` every
+``renew_interval`` (2 s); a candidate takes the Lease over when it is free or when it has not changed for
+``lease_duration`` (15 s) of the candidate's own clock (so clock skew between hosts does not matter). The holder
+stops calling itself leader ``renew_deadline`` (10 s) after its last successful renewal began — before any
+candidate may take over — so a deposed leader never writes: ``is_leader`` is computed from that deadline at every
+call. Every write is a compare-and-set on the Lease's resourceVersion (PUT with ``metadata.resourceVersion``; a 409
+means someone else won). On a clean stop the holder releases the Lease (empty holder), so the next candidate takes
+over at once.
 
 Where Leases are not served or forbidden, the elector runs in "standalone" mode: this process acts as the leader,
 logs why, and reports ``mode: standalone`` (docs/decisions.md, "Cluster app and watcher").
@@ -31,7 +35,8 @@ from trainer_portal.kube.resources import LEASE, Resource, ResourceKind
 logger = logging.getLogger(__name__)
 
 LEASE_DURATION_SECONDS = 15.0
-RENEW_INTERVAL_SECONDS = 5.0
+RENEW_DEADLINE_SECONDS = 10.0
+RENEW_INTERVAL_SECONDS = 2.0
 RETRY_INTERVAL_SECONDS = 2.0
 DEFAULT_LEASE_NAMESPACE = "default"
 DEFAULT_LEASE_NAME = "trainer-portal-cluster-watch"
@@ -40,6 +45,11 @@ DEFAULT_LEASE_NAME = "trainer-portal-cluster-watch"
 def default_identity() -> str:
     """Return "<host>_<pid>_<random>": unique per process, readable in ``kubectl get lease``."""
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+
+
+def lease_name_for(base: str, cluster_name: str) -> str:
+    """Return the Lease name of ``cluster_name``'s watcher: ``<base>-<cluster>``, cut to a DNS subdomain (253)."""
+    return f"{base}-{cluster_name}"[:253].rstrip("-.")
 
 
 def _micro_time(moment: float) -> str:
@@ -62,6 +72,7 @@ class LeaseElector:
         lease_duration: float = LEASE_DURATION_SECONDS,
         renew_interval: float = RENEW_INTERVAL_SECONDS,
         retry_interval: float = RETRY_INTERVAL_SECONDS,
+        renew_deadline: float | None = None,
         lease_kind: ResourceKind = LEASE,
     ) -> None:
         self.gateway = gateway or get_gateway()
@@ -70,6 +81,8 @@ class LeaseElector:
         self.identity = identity or default_identity()
         self.lease_duration = lease_duration
         self.renew_interval = renew_interval
+        # Must be shorter than the lease duration, so we stop writing before anyone may take over.
+        self.renew_deadline = min(renew_deadline or RENEW_DEADLINE_SECONDS, lease_duration * 2 / 3)
         self.retry_interval = retry_interval
         self.lease_kind = lease_kind
         self.mode = "lease"
@@ -84,10 +97,11 @@ class LeaseElector:
 
     @property
     def is_leader(self) -> bool:
-        """Return True while this process holds the Lease (always, in standalone mode)."""
+        """Return True while this process holds the Lease (always, in standalone mode): its last successful
+        renewal began less than ``renew_deadline`` ago. Computed at every call; call it right before writing."""
         with self._lock:
-            if self._leader and self.mode == "lease" and time.monotonic() - self._renewed_at > self.lease_duration:
-                self._leader = False  # we could not renew in time: someone else may hold it by now
+            if self._leader and self.mode == "lease" and time.monotonic() - self._renewed_at > self.renew_deadline:
+                self._leader = False  # we could not renew in time: stop before anyone may take over
             return self._leader
 
     def status(self) -> dict[str, Any]:
@@ -156,6 +170,7 @@ class LeaseElector:
 
     def _write(self, resource: Resource, lease: dict | None) -> None:
         """Create the Lease, or take over / renew it with a compare-and-set on its resourceVersion."""
+        began = time.monotonic()  # the deadline counts from before the request: it may have taken long
         now = time.time()
         spec = dict((lease or {}).get("spec") or {})
         taking_over = spec.get("holderIdentity") != self.identity
@@ -176,7 +191,7 @@ class LeaseElector:
             self.transitions += 1
             logger.info("acquired the Lease %s/%s as %s", self.namespace, self.name, self.identity)
         with self._lock:
-            self._renewed_at = time.monotonic()
+            self._renewed_at = began
         self._set(True)
 
     def _put(self, resource: Resource, lease: dict) -> dict:

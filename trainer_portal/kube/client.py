@@ -346,11 +346,13 @@ class Gateway:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        read_timeout: float | None = None,
     ) -> Iterator[WatchEvent]:
         """Yield watch events from ``resource_version`` until the server ends the stream (``timeout_seconds``).
 
         Raises KubeExpired when the server answers 410 (in the status line or as an ERROR event), KubeUnavailable
-        when the stream is cut or stalls longer than ``timeout_seconds`` plus a grace period.
+        when the stream is cut or stalls longer than ``read_timeout`` (default: ``timeout_seconds`` plus a grace
+        period) without a byte.
         Use :class:`trainer_portal.kube.watch.Watcher` for list-then-watch with resume and relist.
         """
         path = resource.path(namespace=namespace)
@@ -369,7 +371,7 @@ class Gateway:
             body=None,
             content_type=JSON,
             timeout=None,
-            stream_timeout=(connect, timeout_seconds + WATCH_READ_GRACE_SECONDS),
+            stream_timeout=(connect, read_timeout or timeout_seconds + WATCH_READ_GRACE_SECONDS),
         )
         raw = response.response
         try:

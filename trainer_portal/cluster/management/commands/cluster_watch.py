@@ -1,10 +1,13 @@
-"""``manage.py cluster_watch``: the one long-running watcher process (run one or more next to the Celery worker).
+"""``manage.py cluster_watch``: the long-running watcher process (run one or more next to the Celery worker).
 
-Runs an informer hub with every registered handler (the live topology snapshot today; apps add theirs from
-``AppConfig.ready()``): each resource kind is listed and watched once, with resume from resourceVersion, relist on
-410 and bounded reconnect backoff. Handlers that need leadership are flushed only in the process holding the
-Lease (``--no-leader-election`` runs without one). Stops cleanly on SIGTERM/SIGINT. ``--once`` lists nodes and
-pods once, saves the topology snapshot and exits (what the beat task does).
+Serves every enabled cluster (or the shard ``--clusters a,b``): per cluster one informer hub with every registered
+handler (the live topology snapshot, the admission tracker, drift), its own gateway and its own Lease (named
+``<CLUSTER_WATCH_LEASE_NAME>-<cluster>``, in that cluster), so several processes split the clusters between them and
+take over a cluster whose holder died. Each kind is listed and watched once per cluster, with resume from
+resourceVersion, relist on 410 or a new store, a bounded check of silent streams and bounded reconnect backoff.
+Handlers that need leadership are flushed only by the holder of their cluster's Lease (``--no-leader-election``
+runs without one). Stops cleanly on SIGTERM/SIGINT. ``--once`` lists nodes and pods of the default cluster once,
+saves the topology snapshot and exits (what the beat task does).
 """
 
 from __future__ import annotations
@@ -12,47 +15,116 @@ from __future__ import annotations
 import signal
 import threading
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from trainer_portal.cluster import handlers, informers, leader, snapshots
+from trainer_portal.cluster.models import Cluster
 from trainer_portal.kube.errors import KubeError
 
 
+def parse_kubeconfigs(values: list[str]) -> dict[str, str]:
+    """Return ``{cluster: path}`` from ``NAME=PATH`` values. Raises CommandError naming the bad value."""
+    result = {}
+    for value in values or ():
+        name, sep, path = value.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise CommandError(f"--kubeconfig {value!r}: write NAME=PATH, e.g. --kubeconfig gpu-west=/etc/kube/west")
+        result[name.strip()] = path.strip()
+    return result
+
+
+def clusters_to_serve(names: str | None) -> list[Cluster]:
+    """Return the enabled Cluster rows to serve (all, or those named in the comma-separated ``names``).
+
+    Without a readable cluster table (a database not migrated yet) the default cluster of the settings is served
+    as an unsaved row named "default". Raises CommandError for a name that is no enabled cluster.
+    """
+    try:
+        rows = list(Cluster.objects.filter(enabled=True))
+    except DatabaseError:
+        rows = [Cluster(name="default", is_default=True)]
+    if not names:
+        return rows
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    known = {row.name: row for row in rows}
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        raise CommandError(f"--clusters: no enabled cluster named {', '.join(missing)} "
+                           f"(known: {', '.join(sorted(known)) or 'none'})")
+    return [known[name] for name in wanted]
+
+
 class Command(BaseCommand):
-    help = "Watch the cluster once per resource kind and feed every registered handler (topology snapshot, …)."
+    help = "Watch every cluster (or a shard) once per resource kind and feed every registered handler."
 
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="list nodes and pods once, save, and exit")
+        parser.add_argument("--clusters", default="",
+                            help="comma-separated cluster names to serve (default: every enabled cluster)")
+        parser.add_argument("--kubeconfig", action="append", default=[], metavar="NAME=PATH",
+                            help="operator override: reach cluster NAME with the kubeconfig at PATH (repeatable)")
         parser.add_argument("--save-interval", type=float, default=snapshots.SAVE_INTERVAL_SECONDS,
                             help="minimum seconds between topology snapshot saves (default %(default)s)")
         parser.add_argument("--watch-timeout", type=int, default=300,
                             help="server-side length of each watch request in seconds (default %(default)s)")
+        parser.add_argument("--idle-timeout", type=float, default=informers.IDLE_TIMEOUT_SECONDS,
+                            help="seconds a watch may stay silent before the API server is checked "
+                                 "(default %(default)s)")
         parser.add_argument("--no-leader-election", action="store_true",
                             help="do not take part in Lease leader election (handlers that need it never flush)")
 
-    def handle(self, *args, once: bool, save_interval: float, watch_timeout: int, no_leader_election: bool,
-               **options):
-        try:
-            if once:
+    def handle(self, *args, once: bool, clusters: str, kubeconfig: list[str], save_interval: float,
+               watch_timeout: int, idle_timeout: float, no_leader_election: bool, **options):
+        if once:
+            try:
                 live = handlers.topology_refresh()
-                self.stdout.write(f"saved {live.snapshot.node_count} nodes, {live.snapshot.pod_count} pods "
-                                  f"to {snapshots.describe_store()}")
-                return
-            stop = threading.Event()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, lambda *_: stop.set())
-            factories = [
-                (lambda: handlers.TopologySnapshotHandler(save_interval=save_interval))
-                if getattr(factory, "name", "") == handlers.TopologySnapshotHandler.name else factory
-                for factory in informers.registered()
-            ]
-            elector = None if no_leader_election else leader.LeaseElector()
-            hub = informers.InformerHub(factories=factories, elector=elector, timeout_seconds=watch_timeout,
-                                        stop=stop)
-        except KubeError as exc:
-            raise CommandError(exc.message)
-        names = ", ".join(handler.name for handler in hub.handlers) or "none"
-        self.stdout.write(f"watching {hub.gateway.host} for handlers: {names}; snapshot: {snapshots.describe_store()}")
+            except KubeError as exc:
+                raise CommandError(exc.message)
+            self.stdout.write(f"saved {live.snapshot.node_count} nodes, {live.snapshot.pod_count} pods "
+                              f"to {snapshots.describe_store()}")
+            return
+        kubeconfigs = parse_kubeconfigs(kubeconfig)
+        rows = clusters_to_serve(clusters)
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        factories = [
+            (lambda: handlers.TopologySnapshotHandler(save_interval=save_interval))
+            if getattr(factory, "name", "") == handlers.TopologySnapshotHandler.name else factory
+            for factory in informers.registered()
+        ]
+        base_lease = getattr(settings, "CLUSTER_WATCH_LEASE_NAME", leader.DEFAULT_LEASE_NAME)
+        hubs: list[informers.InformerHub] = []
+        for row in rows:
+            try:
+                gateway = informers.gateway_factory(row, kubeconfigs=kubeconfigs)
+                elector = None if no_leader_election else leader.LeaseElector(
+                    gateway=gateway, name=leader.lease_name_for(base_lease, row.name))
+                hub = informers.InformerHub(gateway=gateway, factories=factories, elector=elector, cluster=row,
+                                            timeout_seconds=watch_timeout, stop=stop, idle_timeout=idle_timeout)
+            except KubeError as exc:
+                # One unreachable cluster must not keep the others unwatched.
+                self.stderr.write(f"cluster {row.name}: not watched: {exc.message}")
+                continue
+            names = ", ".join(handler.name for handler in hub.handlers) or "none"
+            lease = f"; lease {elector.namespace}/{elector.name}" if elector is not None else ""
+            self.stdout.write(f"cluster {row.name}: watching {gateway.host} for handlers: {names}{lease}; "
+                              f"snapshot: {snapshots.describe_store()}")
+            hubs.append(hub)
+        if not hubs:
+            raise CommandError("no cluster to watch")
         self.stdout.flush()
-        hub.run()
-        self.stdout.write(f"stopped: {hub.stats()}")
+        threads = [threading.Thread(target=hub.run, name=f"hub-{row.name}", daemon=True)
+                   for hub, row in zip(hubs, [h.cluster for h in hubs], strict=True)]
+        for thread in threads:
+            thread.start()
+        while not stop.wait(0.5):
+            if not any(thread.is_alive() for thread in threads):
+                break
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        for hub in hubs:
+            self.stdout.write(f"stopped: cluster {hub.cluster.name}: {hub.stats()}")
