@@ -95,9 +95,9 @@ def visible_namespaces(user) -> Visibility:
     cached = getattr(user, "_jobs_visibility", None)
     if cached is not None:
         return cached
-    if roles.is_viewer(user):  # superusers, platform admins and viewers
+    if roles.has_capability(user, roles.JOBS_ALL_NAMESPACES):  # superusers, platform admins and viewers
         visibility = Visibility(everything=True)
-    elif roles.is_data_scientist(user):
+    elif roles.has_capability(user, roles.JOBS_VIEW):  # data scientists: their groups' grants
         granted = NamespaceGrant.objects.filter(group__user=user).values_list("namespace", flat=True)
         visibility = Visibility(everything=False, namespaces=frozenset(granted))
     else:

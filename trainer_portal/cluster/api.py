@@ -11,7 +11,8 @@ from rest_framework.views import APIView
 from trainer_portal.api.dialect import camel_body, wants_legacy_keys
 from trainer_portal.health.selectors import background_health
 from trainer_portal.health.serializers import BackgroundHealthFields
-from trainer_portal.permissions import IsViewer
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import CLUSTER_VIEW
 
 from . import selectors
 
@@ -98,7 +99,7 @@ class ClusterStatusSerializer(BackgroundHealthFields):
 class ClusterApi(APIView):
     """The cluster connection status (GET, viewer)."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(
         operation_id="cluster_status",

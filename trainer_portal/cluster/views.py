@@ -7,13 +7,16 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views import View
 
-from trainer_portal.permissions import ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import CLUSTER_VIEW
 
 from . import selectors
 
 
-class ClusterPageView(ViewerRequiredMixin, View):
+class ClusterPageView(CapabilityRequiredMixin, View):
     """The cluster status page (HTML)."""
+
+    capability = CLUSTER_VIEW
 
     def get(self, request):
         context = {
