@@ -132,7 +132,8 @@ def test_the_sweep_covers_the_portals_pages_and_api():
     for expected in ("runtimes/", "runtimes/<str:name>/edit/", "preview/", "cluster/", "api/v1/runtimes/",
                      "api/v1/runtimes/<str:name>/sync/", "api/v1/preview/", "api/schema/", "api/v1/trainjobs/",
                      "jobs/", "jobs/grants/", "jobs/<str:namespace>/<str:name>/", "account/tokens/",
-                     "api/v1/auth/tokens/", "users/", "users/<int:user_id>/", "users/<int:user_id>/password/"):
+                     "api/v1/auth/tokens/", "api/v1/users/", "users/", "users/<int:user_id>/",
+                     "users/<int:user_id>/password/"):
         assert expected in ROUTES, expected
 
 
