@@ -49,7 +49,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
 
 # What a refusal says, per capability (the 403 page and the API's error message).
 DENIED = {
-    POLICIES_VIEW: "Reading policies needs the viewer or platform-admin role.",
+    POLICIES_VIEW: "Your role may not see policies: reading them needs the viewer or platform-admin role.",
     POLICIES_EDIT: "Only platform admins may change policies; your role is read-only.",
     POLICIES_SYNC: "Only platform admins may change what is on the cluster.",
     PREVIEW_RUN: "Previews need the viewer or platform-admin role.",
