@@ -114,9 +114,9 @@ def visible_namespaces(user) -> Visibility:
     cached = getattr(user, "_jobs_visibility", None)
     if cached is not None:
         return cached
-    if roles.is_viewer(user):  # superusers, platform admins and viewers
+    if roles.has_capability(user, roles.JOBS_ALL_NAMESPACES):  # superusers, platform admins and viewers
         visibility = Visibility(everything=True)
-    elif roles.is_data_scientist(user):
+    elif roles.has_capability(user, roles.JOBS_VIEW):  # data scientists: their groups' grants
         granted = list(NamespaceGrant.objects.filter(group__user=user).values_list("cluster_id", "namespace"))
         visibility = Visibility(everything=False,
                                 namespaces=frozenset(ns for cluster_id, ns in granted if cluster_id is None),

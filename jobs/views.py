@@ -8,21 +8,20 @@ the change token (ETag) is the one the page already shows, else only the parts t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections import OrderedDict
 
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from trainer_portal import roles
+from trainer_portal.permissions import capability_required
 
 from . import selectors, services
 from .choices import AdmissionState
@@ -37,26 +36,7 @@ PAGE_SIZE = 50
 LIVE_CACHE_SECONDS = 10
 
 
-def _require(check):
-    """Return a decorator: anonymous users go to the login page; logged-in users failing ``check`` get 403."""
-
-    def decorator(view):
-        @functools.wraps(view)
-        def wrapper(request: HttpRequest, *args, **kwargs):
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            if not check(request.user):
-                raise PermissionDenied("You need the viewer, platform-admin or data-scientist role to see TrainJobs."
-                                       if check is roles.can_see_trainjobs else "Only platform admins may do this.")
-            return view(request, *args, **kwargs)
-
-        return wrapper
-
-    return decorator
-
-
-can_see_jobs = _require(roles.can_see_trainjobs)
-platform_admin_only = _require(roles.is_platform_admin)
+can_see_jobs = capability_required(roles.JOBS_VIEW)
 
 
 def _etag(token: str) -> str:
@@ -141,7 +121,6 @@ def _list_context(request: HttpRequest, *, live: bool = False) -> tuple[dict, in
         "counts": [(value, label, counts.get(value, 0)) for value, label in AdmissionState.choices],
         "total": sum(counts.values()), "current_state": filters.get("state", ""),
         "tracking": tracking, "no_grants": visibility.nothing, "everything": visibility.everything,
-        "is_admin": roles.is_platform_admin(user),
     }
     context.update(_live_state(request, params, filters, items, counts, tracking))
     return context, status
@@ -331,7 +310,7 @@ def for_runtime(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@platform_admin_only
+@capability_required(roles.GRANTS_MANAGE)
 def grants(request: HttpRequest) -> HttpResponse:
     """Which groups see which namespaces; platform admins add grants here (POST) and remove them."""
     form = NamespaceGrantForm(request.POST or None)
@@ -354,7 +333,7 @@ def grants(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@platform_admin_only
+@capability_required(roles.GRANTS_MANAGE)
 def grant_delete(request: HttpRequest, pk: int) -> HttpResponse:
     """Remove one grant; its group's members stop seeing the namespace at their next request."""
     grant = next((g for g in selectors.namespace_grants() if g.pk == pk), None)

@@ -7,6 +7,7 @@ from trainer_portal.cluster.registry_api import ClusterDetailApi, ClusterListApi
 
 urlpatterns = [
     path("", include("trainer_portal.tokens.api_urls")),
+    path("", include("trainer_portal.users.api_urls")),
     path("cluster/", ClusterApi.as_view(), name="api-cluster"),
     path("clusters/", ClusterListApi.as_view(), name="api-clusters"),
     path("clusters/<str:name>/", ClusterDetailApi.as_view(), name="api-cluster-detail"),

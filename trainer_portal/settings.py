@@ -263,7 +263,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema holds no data, but every page checks who is asking: any portal role may read it.
-    "SERVE_PERMISSIONS": ["trainer_portal.permissions.IsViewer"],
+    "SERVE_PERMISSIONS": ["trainer_portal.permissions.IsPortalUser"],
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI and Redoc from the pinned drf-spectacular-sidecar package, served by the portal itself: the docs
     # work offline and nothing is fetched from a CDN (the CSP would refuse it anyway).

@@ -9,10 +9,11 @@ from drf_spectacular.views import SpectacularAPIView
 
 from . import views
 from .api_docs import RedocDocsView, SwaggerDocsView
-from .permissions import IsPortalUser
+from .permissions import HasCapability
+from .roles import API_DOCS
 
 # Every portal role may use the API, so every one may read its schema and docs.
-_DOCS = {"permission_classes": [IsPortalUser]}
+_DOCS = {"permission_classes": [HasCapability.of(API_DOCS)]}
 
 
 class _FaviconRedirect(RedirectView):
@@ -36,6 +37,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("account/tokens/", include("trainer_portal.tokens.urls")),
+    path("users/", include("trainer_portal.users.urls")),
     # The policy app: /runtimes/…, /preview/… and the per-policy sync actions under /cluster/….
     path("", include("runtimes.urls")),
     path("jobs/", include("jobs.urls")),

@@ -7,7 +7,7 @@ from django.contrib.auth.views import LoginView
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from . import roles
@@ -17,10 +17,13 @@ from .throttling import AuthRateThrottle
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """Redirect to the policy list, the portal's main page (data scientists, who see no policies: their jobs)."""
-    if not roles.is_viewer(request.user) and roles.is_data_scientist(request.user):
+    """Redirect to the first section the user's role opens: the policy list, else their TrainJobs; a user without
+    a role gets a page saying so (200: it is the page they may see)."""
+    if roles.has_capability(request.user, roles.POLICIES_VIEW):
+        return redirect("runtimes:list")
+    if roles.has_capability(request.user, roles.JOBS_VIEW):
         return redirect("jobs:list")
-    return redirect("runtimes:list")
+    return render(request, "no_role.html")
 
 
 @require_GET

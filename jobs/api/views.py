@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import selectors
 from trainer_portal import roles
+from trainer_portal.permissions import HasCapability
 
 from . import serializers as s
 
@@ -22,13 +22,8 @@ ETAG_HEADER = OpenApiParameter("If-None-Match", OpenApiTypes.STR, OpenApiParamet
                                description="The ETag of a previous response: 304 when nothing changed since.")
 
 
-class CanSeeTrainJobs(BasePermission):
-    """Any portal role, or the data-scientist role (filtered to granted namespaces)."""
-
-    message = "You need the viewer, platform-admin or data-scientist role to see TrainJobs."
-
-    def has_permission(self, request, view) -> bool:
-        return roles.can_see_trainjobs(request.user)
+# Any role that may see TrainJobs; the selectors filter data scientists to their granted namespaces.
+CanSeeTrainJobs = HasCapability.of(roles.JOBS_VIEW)
 
 
 def _parse(serializer_class, request) -> dict:

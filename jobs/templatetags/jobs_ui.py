@@ -191,16 +191,19 @@ def _truncate(text: str, limit: int) -> str:
 
 
 @register.simple_tag
-def job_row(job: Any, tracking: Any, oob: bool = False) -> SafeString:
-    """Return one list row (``<tr id="job-<uid>">``) of ``job``; ``oob`` marks it for an htmx out-of-band swap.
+def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = False) -> SafeString:
+    """Return one list row (``<tr id="job-<uid>">``) of ``job``; ``oob`` marks it for an htmx out-of-band swap;
+    ``link_runtime`` links the runtime to its policy page (only for roles that may open it: ``caps.policies_view``).
 
     Built here rather than in a template because the list renders 50 rows on every change and the template
     version cost ~20 ms of the page's budget; every value is escaped with the standard library's ``html.escape``.
     """
     stale = bool(getattr(tracking, "stale", False))
     state = escape(job.state)
-    if job.runtime_name and job.runtime_kind == "ClusterTrainingRuntime":
+    if job.runtime_name and job.runtime_kind == "ClusterTrainingRuntime" and link_runtime:
         runtime = f'<a href="{escape(runtime_url(job.runtime_name))}">{escape(job.runtime_name)}</a>'
+    elif job.runtime_kind == "ClusterTrainingRuntime" and job.runtime_name:
+        runtime = escape(job.runtime_name)
     elif job.runtime_name:
         runtime = f'{escape(job.runtime_name)} <span class="small muted">({escape(job.runtime_kind)})</span>'
     else:

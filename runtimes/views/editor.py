@@ -37,7 +37,8 @@ from runtimes.models import RuntimePolicy
 from runtimes.services import policies as policy_services
 from runtimes.views.policies import policy_or_404, revision_number
 from trainer_portal.cluster.snapshots import live_snapshot
-from trainer_portal.permissions import PlatformAdminRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import POLICIES_EDIT
 
 PAGE_SIZE = 50
 EDITOR_TEMPLATE = "runtimes/editor.html"
@@ -141,8 +142,10 @@ def _same_fields(a: PolicyFields, b: PolicyFields) -> bool:
     return fields_digest(a) == fields_digest(b)
 
 
-class _EditorView(PlatformAdminRequiredMixin, View):
+class _EditorView(CapabilityRequiredMixin, View):
     """Shared GET/POST of the new and edit pages."""
+
+    capability = POLICIES_EDIT
 
     def get_policy(self, name: str | None) -> RuntimePolicy | None:
         return policy_or_404(name) if name else None
@@ -407,8 +410,10 @@ def _status_only(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     return response
 
 
-class RenderYamlView(PlatformAdminRequiredMixin, View):
+class RenderYamlView(CapabilityRequiredMixin, View):
     """htmx: form → YAML. Applies the posted form to the posted YAML (unmodelled fields kept); returns the pane."""
+
+    capability = POLICIES_EDIT
 
     def post(self, request: HttpRequest) -> HttpResponse:
         editor, policy = _editor_from_post(request)
@@ -442,8 +447,10 @@ class RenderYamlView(PlatformAdminRequiredMixin, View):
         return render(request, f"{EDITOR_TEMPLATE}#yaml-sync-response", context)
 
 
-class ParseYamlView(PlatformAdminRequiredMixin, View):
+class ParseYamlView(CapabilityRequiredMixin, View):
     """htmx: YAML → form. Valid YAML returns the refilled form; invalid YAML only reports where it is wrong."""
+
+    capability = POLICIES_EDIT
 
     def post(self, request: HttpRequest) -> HttpResponse:
         name = request.POST.get("_policy", "")

@@ -1,8 +1,8 @@
 """HTML pages for runtime policies: list, detail, guided editor (form ⇄ YAML), import, history, export.
 
 Views stay thin: they read through `runtimes.selectors`, write through `runtimes.services`, and turn the domain's
-problems into inline messages. Every page needs a portal role (`ViewerRequiredMixin`); every page or endpoint that
-can change something needs the platform-admin role (`PlatformAdminRequiredMixin`), GET included, so a viewer gets
+problems into inline messages. Every page needs ``policies.view``; every page or endpoint that
+can change something needs ``policies.edit`` (`CapabilityRequiredMixin`), GET included, so a viewer gets
 403 on edit URLs rather than a form they cannot submit.
 
 The editor works without JavaScript: the save POST carries both the form and the YAML text; the YAML is the source
@@ -35,7 +35,8 @@ from runtimes.forms.filters import PolicyFilterForm
 from runtimes.forms.imports import ImportForm, VersionForm
 from runtimes.models import RuntimePolicy
 from runtimes.services import policies as policy_services
-from trainer_portal.permissions import PlatformAdminRequiredMixin, ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import POLICIES_EDIT, POLICIES_VIEW
 
 PAGE_SIZE = 50
 EDITOR_TEMPLATE = "runtimes/editor.html"
@@ -63,8 +64,10 @@ def _yaml_filename(name: str) -> str:
 # --------------------------------------------------------------------------------------------------- reading
 
 
-class PolicyListView(ViewerRequiredMixin, View):
+class PolicyListView(CapabilityRequiredMixin, View):
     """The policy table with search, filters and sorting (GET parameters); htmx swaps just the results."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filters = PolicyFilterForm(request.GET or None, frameworks=selectors.policy_frameworks())
@@ -82,8 +85,10 @@ class PolicyListView(ViewerRequiredMixin, View):
         return render(request, template, context)
 
 
-class PolicyDetailView(ViewerRequiredMixin, View):
+class PolicyDetailView(CapabilityRequiredMixin, View):
     """Summary, warnings, YAML (copy/download), recent revisions and the preview-panel mount point."""
+
+    capability = POLICIES_VIEW
 
     RECENT_REVISIONS = 10
 
@@ -101,8 +106,10 @@ class PolicyDetailView(ViewerRequiredMixin, View):
         return render(request, "runtimes/detail.html", context)
 
 
-class PolicyExportView(ViewerRequiredMixin, View):
+class PolicyExportView(CapabilityRequiredMixin, View):
     """The policy's YAML as a download, ready for `kubectl apply --server-side -f` (`?inline=1` shows it)."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
@@ -113,8 +120,10 @@ class PolicyExportView(ViewerRequiredMixin, View):
         return response
 
 
-class PolicyExportAllView(ViewerRequiredMixin, View):
+class PolicyExportAllView(CapabilityRequiredMixin, View):
     """Every policy (or the filtered list) as one multi-document YAML download."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filters = PolicyFilterForm(request.GET or None, frameworks=selectors.policy_frameworks())
@@ -126,8 +135,10 @@ class PolicyExportAllView(ViewerRequiredMixin, View):
         return response
 
 
-class PolicyHistoryView(ViewerRequiredMixin, View):
+class PolicyHistoryView(CapabilityRequiredMixin, View):
     """Every revision with who/when/why, a picker to diff any two, and rollback buttons for admins."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
@@ -144,8 +155,10 @@ def revision_number(value: str | None) -> int | None:
     return number if number is not None and 1 <= number <= MAX_REVISION else None
 
 
-class PolicyDiffView(ViewerRequiredMixin, View):
+class PolicyDiffView(CapabilityRequiredMixin, View):
     """Unified YAML diff between two revisions (`?from=&to=`; defaults: previous → current)."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
@@ -169,8 +182,10 @@ class PolicyDiffView(ViewerRequiredMixin, View):
 # --------------------------------------------------------------------------------------------------- confirms
 
 
-class PolicyRollbackView(PlatformAdminRequiredMixin, View):
+class PolicyRollbackView(CapabilityRequiredMixin, View):
     """GET: what rolling back to revision N would change. POST: do it (a new revision), with optimistic locking."""
+
+    capability = POLICIES_EDIT
 
     def _context(self, policy: RuntimePolicy, number: int) -> dict[str, Any]:
         try:
@@ -213,8 +228,10 @@ class PolicyRollbackView(PlatformAdminRequiredMixin, View):
         return redirect("runtimes:detail", name=policy.name)
 
 
-class PolicyDeleteView(PlatformAdminRequiredMixin, View):
+class PolicyDeleteView(CapabilityRequiredMixin, View):
     """GET: confirm. POST: delete the policy and its history (not the cluster object)."""
+
+    capability = POLICIES_EDIT
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         policy = policy_or_404(name)
@@ -242,8 +259,10 @@ class PolicyDeleteView(PlatformAdminRequiredMixin, View):
 # --------------------------------------------------------------------------------------------------- import
 
 
-class PolicyImportView(PlatformAdminRequiredMixin, View):
+class PolicyImportView(CapabilityRequiredMixin, View):
     """Paste or upload YAML/JSON (one or many documents); all or nothing, with per-document errors."""
+
+    capability = POLICIES_EDIT
 
     template_name = "runtimes/import.html"
 

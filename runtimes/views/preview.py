@@ -37,7 +37,8 @@ from runtimes.services.preview import (
     preview_request_parse,
 )
 from runtimes.views.policies import policy_or_404
-from trainer_portal.permissions import ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import PREVIEW_RUN
 
 
 def _policy_names() -> list[str]:
@@ -99,8 +100,10 @@ def _context(values: dict[str, str], *, fixed_policy: str = "", run: bool = True
     return context
 
 
-class PreviewPageView(ViewerRequiredMixin, View):
+class PreviewPageView(CapabilityRequiredMixin, View):
     """The standalone preview page: GET shows the form, POST previews (full page, or results only via htmx)."""
+
+    capability = PREVIEW_RUN
 
     def get(self, request: HttpRequest) -> HttpResponse:
         """Return the page; previews right away when `?policy=NAME` (or any form field) is in the query."""
@@ -118,8 +121,10 @@ class PreviewPageView(ViewerRequiredMixin, View):
         return render(request, "preview/page.html", context)
 
 
-class PreviewResultsView(ViewerRequiredMixin, View):
+class PreviewResultsView(CapabilityRequiredMixin, View):
     """The htmx endpoint: POST the form, get the results fragment (with out-of-band field errors)."""
+
+    capability = PREVIEW_RUN
 
     def post(self, request: HttpRequest) -> HttpResponse:
         """Return `preview/_results.html` for the submitted form; 200 even for bad input (errors are inline)."""
@@ -129,8 +134,10 @@ class PreviewResultsView(ViewerRequiredMixin, View):
         return render(request, "preview/_results.html", {**context, "oob": True})
 
 
-class PreviewPanelView(ViewerRequiredMixin, View):
+class PreviewPanelView(CapabilityRequiredMixin, View):
     """The panel for a policy page: the form bound to one policy and its first preview."""
+
+    capability = PREVIEW_RUN
 
     def get(self, request: HttpRequest, name: str) -> HttpResponse:
         """Return `preview/_panel.html` for policy `name`; 404 when there is no such policy."""

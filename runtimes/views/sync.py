@@ -21,17 +21,20 @@ from runtimes.services import clusters as cluster_services
 from runtimes.services import reapply, sync, sync_batches
 from runtimes.views.policies import policy_or_404
 from trainer_portal.kube.errors import KubeError
-from trainer_portal.permissions import PlatformAdminForWritesMixin, PlatformAdminRequiredMixin, ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import POLICIES_SYNC, POLICIES_VIEW
 
 TRUE_VALUES = ("1", "true", "on")
 
 
-class BulkSyncView(PlatformAdminRequiredMixin, View):
+class BulkSyncView(CapabilityRequiredMixin, View):
     """GET: confirm which policies "Apply all" applies; POST: queue them (the ``names`` posted, else every policy).
 
     The confirmation lists every policy with what applying it changes, calls out drafts and deadlock warnings,
     and posts the ticked names with ``confirmed=1`` (then an empty choice is refused rather than read as "all").
     """
+
+    capability = POLICIES_SYNC
 
     def get(self, request):
         plan = selectors.policies_bulk_apply_plan()
@@ -56,8 +59,10 @@ class BulkSyncView(PlatformAdminRequiredMixin, View):
         return redirect("runtimes:sync-batch", batch_id=batch.id.hex)
 
 
-class SyncBatchView(ViewerRequiredMixin, View):
+class SyncBatchView(CapabilityRequiredMixin, View):
     """Bulk sync progress (n of m, failures listed); the htmx partial polls itself until finished."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request, batch_id: str):
         try:
@@ -68,8 +73,10 @@ class SyncBatchView(ViewerRequiredMixin, View):
         return render(request, template, {"progress": progress})
 
 
-class AdoptView(PlatformAdminRequiredMixin, View):
+class AdoptView(CapabilityRequiredMixin, View):
     """POST: adopt every ClusterTrainingRuntime on the cluster as a policy (idempotent)."""
+
+    capability = POLICIES_SYNC
 
     def post(self, request):
         try:
@@ -80,16 +87,20 @@ class AdoptView(PlatformAdminRequiredMixin, View):
         return render(request, "cluster/adopt_result.html", {"result": result})
 
 
-class SyncPanelView(ViewerRequiredMixin, View):
+class SyncPanelView(CapabilityRequiredMixin, View):
     """The sync panel of one policy (partial; included in the policy page and polled while queued/syncing)."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request, name: str):
         context = {"policy": policy_or_404(name), "on_impact_page": request.GET.get("on") == "impact"}
         return render(request, "runtimes/_sync_panel.html", context)
 
 
-class SyncImpactView(ViewerRequiredMixin, View):
+class SyncImpactView(CapabilityRequiredMixin, View):
     """GET: the impact of applying the current revision (``numNodes`` optional; a bad value is reported)."""
+
+    capability = POLICIES_VIEW
 
     def get(self, request, name: str):
         policy = policy_or_404(name)
@@ -131,8 +142,10 @@ def safe_next(request) -> str:
     return target if allowed else ""
 
 
-class SyncRequestView(PlatformAdminRequiredMixin, View):
+class SyncRequestView(CapabilityRequiredMixin, View):
     """POST: queue the policy's current revision for syncing (``force=1`` takes over conflicting fields)."""
+
+    capability = POLICIES_SYNC
 
     def post(self, request, name: str):
         policy = policy_or_404(name)
@@ -163,8 +176,11 @@ def cluster_or_404(request):
         raise Http404("No enabled cluster with this name.") from None
 
 
-class DriftView(PlatformAdminForWritesMixin, View):
+class DriftView(CapabilityRequiredMixin, View):
     """GET: side-by-side ours vs live with the changes; POST (admin): ``action=check|reapply|adopt``."""
+
+    capability = POLICIES_VIEW
+    write_capability = POLICIES_SYNC
 
     def get(self, request, name: str):
         # Shows what the last apply or check recorded; reading the live object is the only cluster call.
@@ -218,11 +234,13 @@ def _drift_url(policy, cluster) -> str:
     return f"{url}?cluster={cluster.name}" if cluster else url
 
 
-class DriftReapplyView(PlatformAdminRequiredMixin, View):
+class DriftReapplyView(CapabilityRequiredMixin, View):
     """GET: confirm "Re-apply ours (force)": the diff it imposes and the field managers it overrides (dry run).
 
     The confirmation posts ``action=reapply`` to the drift page, which does it.
     """
+
+    capability = POLICIES_SYNC
 
     def get(self, request, name: str):
         policy = policy_or_404(name)
@@ -232,8 +250,10 @@ class DriftReapplyView(PlatformAdminRequiredMixin, View):
         return render(request, "cluster/reapply_confirm.html", context)
 
 
-class ClusterDeleteView(PlatformAdminRequiredMixin, View):
+class ClusterDeleteView(CapabilityRequiredMixin, View):
     """GET: confirm deleting the policy's runtime from the cluster (warns about TrainJobs); POST: delete it."""
+
+    capability = POLICIES_SYNC
 
     def get(self, request, name: str):
         policy = policy_or_404(name)

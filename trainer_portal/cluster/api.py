@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 from trainer_portal.api.dialect import camel_body, wants_legacy_keys
 from trainer_portal.health.selectors import background_health
 from trainer_portal.health.serializers import BackgroundHealthFields
-from trainer_portal.permissions import IsViewer
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import CLUSTER_VIEW
 
 from . import selectors, services
 
@@ -130,7 +131,7 @@ def _status_response(request, cluster) -> Response:
 class ClusterApi(APIView):
     """The default (or ``?cluster=``) cluster's stored connection status (GET, viewer)."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(
         operation_id="cluster_status",
@@ -147,7 +148,7 @@ class ClusterApi(APIView):
 class ClusterNamedApi(APIView):
     """One named cluster's stored connection status (GET, viewer)."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(
         operation_id="cluster_status_named",
@@ -163,7 +164,7 @@ class ClusterNamedApi(APIView):
 class ClusterCheckApi(APIView):
     """Ask the worker to check one cluster now (POST, viewer): 202, the check runs in the background."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(
         operation_id="cluster_check",

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from trainer_portal.api.parsers import BoundedJSONParser
 from trainer_portal.errors import field
-from trainer_portal.roles import can_see_trainjobs, is_platform_admin
+from trainer_portal.roles import CLUSTER_MANAGE, JOBS_VIEW, has_capability
 
 from . import registry, registry_services, selectors
 from .models import Cluster, ConnectionKind
@@ -35,11 +35,11 @@ class ClusterPermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         if request.method in SAFE_METHODS:
-            allowed = can_see_trainjobs(request.user)
+            allowed = has_capability(request.user, JOBS_VIEW)
             if not allowed:
                 self.message = "You need a portal role to see the clusters."
             return allowed
-        return is_platform_admin(request.user)
+        return has_capability(request.user, CLUSTER_MANAGE)
 
 
 class ClusterHealthSerializer(serializers.Serializer):

@@ -11,7 +11,8 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views import View
 
-from trainer_portal.permissions import PlatformAdminRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import CLUSTER_MANAGE
 
 from . import registry, registry_services, selectors
 from .forms import ClusterForm
@@ -27,8 +28,10 @@ def _rows() -> list[dict]:
     return [{"cluster": cluster, "health": _health(cluster)} for cluster in registry.cluster_list()]
 
 
-class ClusterListView(PlatformAdminRequiredMixin, View):
+class ClusterListView(CapabilityRequiredMixin, View):
     """Every cluster with its connection and health, and the form to add one."""
+
+    capability = CLUSTER_MANAGE
 
     def get(self, request):
         return render(request, "cluster/clusters.html", {"rows": _rows(), "form": ClusterForm(creating=True)})
@@ -47,8 +50,10 @@ class ClusterListView(PlatformAdminRequiredMixin, View):
         return render(request, "cluster/clusters.html", {"rows": _rows(), "form": form}, status=400)
 
 
-class ClusterEditView(PlatformAdminRequiredMixin, View):
+class ClusterEditView(CapabilityRequiredMixin, View):
     """One cluster's settings (the kubeconfig is never shown) and its removal."""
+
+    capability = CLUSTER_MANAGE
 
     def _cluster(self, name: str) -> Cluster:
         try:

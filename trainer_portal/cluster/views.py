@@ -15,7 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 
-from trainer_portal.permissions import ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import CLUSTER_VIEW
 
 from . import selectors, services
 
@@ -27,8 +28,10 @@ def _cluster_or_404(name: str | None):
         raise Http404(exc.message) from None
 
 
-class ClusterPageView(ViewerRequiredMixin, View):
+class ClusterPageView(CapabilityRequiredMixin, View):
     """The cluster status page (HTML)."""
+
+    capability = CLUSTER_VIEW
 
     def get(self, request):
         cluster = _cluster_or_404(request.GET.get("cluster"))
@@ -49,9 +52,10 @@ def _when(unix: float | None) -> datetime | None:
     return datetime.fromtimestamp(unix, UTC) if unix else None
 
 
-class ClusterCheckView(ViewerRequiredMixin, View):
+class ClusterCheckView(CapabilityRequiredMixin, View):
     """POST: queue a background check of the cluster named in the form; back to its page with a message."""
 
+    capability = CLUSTER_VIEW
     http_method_names = ["post"]
 
     def post(self, request):

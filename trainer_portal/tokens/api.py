@@ -21,7 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trainer_portal.api.parsers import BoundedJSONParser
-from trainer_portal.roles import can_see_trainjobs
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import TOKENS_OWN, has_capability
 from trainer_portal.throttling import AuthRateThrottle
 
 from .errors import TokenNotFound
@@ -110,13 +111,15 @@ class ObtainTokenApi(APIView):
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         user = serializer.validated_data["user"]
-        if not can_see_trainjobs(user):  # any portal role, the data scientist's included
+        if not has_capability(user, TOKENS_OWN):  # any portal role, the data scientist's included
             raise exceptions.PermissionDenied("This account has no portal role; ask an admin for a role.")
         return Response(_issued(token_issue(user=user, name="Password exchange"), user))
 
 
 class TokenListCreateApi(APIView):
-    """The caller's API tokens."""
+    """The caller's API tokens (any portal role: ``tokens.own``)."""
+
+    permission_classes = [HasCapability.of(TOKENS_OWN)]
 
     throttle_classes = (AuthRateThrottle,)
 
@@ -144,6 +147,8 @@ class TokenListCreateApi(APIView):
 
 class TokenDetailApi(APIView):
     """One of the caller's API tokens."""
+
+    permission_classes = [HasCapability.of(TOKENS_OWN)]
 
     @extend_schema(operation_id="auth_tokens_destroy", summary="Revoke an API token",
                    responses={204: None, 401: OpenApiResponse(_ERROR, description="Missing, expired or revoked token."),

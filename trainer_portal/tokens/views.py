@@ -10,7 +10,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views import View
 
-from trainer_portal.permissions import ViewerRequiredMixin
+from trainer_portal.permissions import CapabilityRequiredMixin
+from trainer_portal.roles import TOKENS_OWN
 
 from .errors import TokenNotFound
 from .forms import TokenCreateForm
@@ -18,8 +19,10 @@ from .selectors import token_list
 from .services import token_issue, token_revoke
 
 
-class TokenListView(ViewerRequiredMixin, View):
+class TokenListView(CapabilityRequiredMixin, View):
     """GET: the list and the form. POST: issue a token and show its key once."""
+
+    capability = TOKENS_OWN
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._page(request, TokenCreateForm())
@@ -37,8 +40,10 @@ class TokenListView(ViewerRequiredMixin, View):
         return render(request, "tokens/list.html", context, status=status)
 
 
-class TokenRevokeView(ViewerRequiredMixin, View):
+class TokenRevokeView(CapabilityRequiredMixin, View):
     """POST: revoke one of the user's own tokens; 404 for anyone else's."""
+
+    capability = TOKENS_OWN
 
     def post(self, request: HttpRequest, token_id: int) -> HttpResponse:
         try:

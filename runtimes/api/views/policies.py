@@ -39,7 +39,8 @@ from runtimes.errors import (
 from runtimes.services import policies as policy_services
 from trainer_portal.api.renderers import SafeJSONRenderer
 from trainer_portal.errors import PortalError, field
-from trainer_portal.permissions import IsPlatformAdminOrReadOnly, IsViewer
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import POLICIES_EDIT, POLICIES_VIEW, PREVIEW_RUN
 
 MAX_VERSION = 2**31 - 1
 
@@ -58,7 +59,7 @@ class Pagination(LimitOffsetPagination):
 class PolicyApiView(GenericAPIView):
     """Common parts: permissions, parsers and translation of service errors to API errors."""
 
-    permission_classes = [IsPlatformAdminOrReadOnly]
+    permission_classes = [HasCapability.of(POLICIES_VIEW, POLICIES_EDIT)]
     parser_classes = [LimitedJSONParser, *YAML_PARSERS]
     pagination_class = Pagination
     # What DRF's OPTIONS answer and the browsable API (DEBUG) introspect; each view sets its request body's.
@@ -454,7 +455,7 @@ class PolicyValidateApi(PolicyApiView):
 
     serializer_class = s.ValidateRequestSerializer
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(PREVIEW_RUN)]
 
     @extend_schema(
         operation_id="runtimes_validate",

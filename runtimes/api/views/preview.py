@@ -22,7 +22,8 @@ from runtimes.services.preview import (
     preview_manifest,
     preview_policy,
 )
-from trainer_portal.permissions import IsViewer
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import PREVIEW_RUN
 
 _ERROR_EXAMPLE = OpenApiExample(
     "numNodes out of range",
@@ -68,7 +69,7 @@ def _validated(serializer_class, data) -> PreviewRequest:
 class RuntimePreviewApi(APIView):
     """Preview the PodGroups and placement of a TrainJob on a saved runtime policy."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(PREVIEW_RUN)]
 
     @extend_schema(
         operation_id="runtimes_preview",
@@ -91,7 +92,7 @@ class RuntimePreviewApi(APIView):
 class UnsavedPreviewApi(APIView):
     """Preview the PodGroups and placement of a TrainJob on an unsaved runtime manifest."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(PREVIEW_RUN)]
 
     @extend_schema(
         operation_id="preview_unsaved",

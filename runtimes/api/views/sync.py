@@ -30,7 +30,8 @@ from runtimes.models import RuntimePolicy
 from runtimes.services import clusters as target_services
 from runtimes.services import sync, sync_batches
 from trainer_portal.api.dialect import camel_body, wants_legacy_keys
-from trainer_portal.permissions import IsPlatformAdmin, IsViewer
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import POLICIES_SYNC, POLICIES_VIEW
 
 TAGS = ["cluster sync"]
 FORBIDDEN = {403: OpenApiResponse(ErrorSerializer, description="Not logged in, or your role may not do this.")}
@@ -70,8 +71,7 @@ def sync_status_data(policy: RuntimePolicy) -> dict:
 class RuntimeSyncApi(APIView):
     """Queue one policy for syncing (POST, admin) or read its sync status (GET, viewer)."""
 
-    def get_permissions(self):
-        return [IsPlatformAdmin()] if self.request.method == "POST" else [IsViewer()]
+    permission_classes = [HasCapability.of(POLICIES_VIEW, POLICIES_SYNC)]
 
     @extend_schema(
         operation_id="runtime_sync_status",
@@ -130,7 +130,7 @@ class RuntimeSyncApi(APIView):
 class RuntimeSyncImpactApi(APIView):
     """What applying the current revision changes (GET, viewer)."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(POLICIES_VIEW)]
 
     @extend_schema(
         operation_id="policy_sync_impact",
@@ -164,7 +164,7 @@ class RuntimeSyncImpactApi(APIView):
 class RuntimesBulkSyncApi(APIView):
     """Queue many (or all) policies for syncing; answer 202 with the bulk job's progress URL."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [HasCapability.of(POLICIES_SYNC)]
 
     @extend_schema(
         operation_id="runtimes_sync_bulk",
@@ -204,7 +204,7 @@ class RuntimesBulkSyncApi(APIView):
 class SyncBatchApi(APIView):
     """Progress of a bulk sync batch (GET, viewer); also served at the deprecated ``sync-jobs/{id}/``."""
 
-    permission_classes = [IsViewer]
+    permission_classes = [HasCapability.of(POLICIES_VIEW)]
 
     @extend_schema(
         operation_id="sync_batch_progress",
@@ -247,7 +247,7 @@ class SyncJobApi(SyncBatchApi):
 class DriftCheckApi(APIView):
     """Compare one synced policy with the cluster now (POST, admin); record drifted or synced."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [HasCapability.of(POLICIES_SYNC)]
 
     @extend_schema(
         operation_id="policy_drift_check",
@@ -303,7 +303,7 @@ class DriftCheckApi(APIView):
 class DriftResolveApi(APIView):
     """Resolve a drift: ``reapply`` ours with force (202), or ``adopt`` the live object as a new revision (200)."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [HasCapability.of(POLICIES_SYNC)]
 
     @extend_schema(
         operation_id="policy_drift_resolve",
@@ -343,8 +343,7 @@ class DriftResolveApi(APIView):
 class RuntimeTargetClustersApi(APIView):
     """The clusters a policy syncs to: read them with its state on each (GET, viewer) or choose them (PUT, admin)."""
 
-    def get_permissions(self):
-        return [IsPlatformAdmin()] if self.request.method == "PUT" else [IsViewer()]
+    permission_classes = [HasCapability.of(POLICIES_VIEW, POLICIES_SYNC)]
 
     def _data(self, policy) -> dict:
         return {
@@ -390,7 +389,7 @@ class RuntimeTargetClustersApi(APIView):
 class ClusterAdoptApi(APIView):
     """Adopt every ClusterTrainingRuntime on the cluster as a policy (POST, admin); idempotent."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [HasCapability.of(POLICIES_SYNC)]
 
     @extend_schema(
         operation_id="cluster_adopt",
