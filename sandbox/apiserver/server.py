@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox.apiserver import discovery, tables
+from sandbox.apiserver import authz, discovery, openapi, protobuf, tables
 from sandbox.apiserver.errors import ApiError, bad_request
 from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
 from sandbox.apiserver.registry import Registry
@@ -157,11 +157,18 @@ class Handler(BaseHTTPRequestHandler):
     def _parse_body(self, raw: bytes, content_type: str) -> Any:
         if not raw:
             return None
+        if content_type == protobuf.CONTENT_TYPE:
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format "
+                                                            f"({content_type}): {exc}")
         if "protobuf" in content_type or "cbor" in content_type:
             raise ApiError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format ({content_type}) - the sandbox accepts "
-                           "application/json and, for apply, application/apply-patch+yaml (kubectl: use `apply -f` "
-                           "or `create -f` instead of typed generators such as `kubectl create namespace`)")
+                           "application/json, application/vnd.kubernetes.protobuf for "
+                           f"{', '.join(kind for _, kind in protobuf.KINDS)} and, for apply, "
+                           "application/apply-patch+yaml")
         try:
             return json.loads(raw)
         except ValueError:
@@ -194,6 +201,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._admin(method, path, raw)
             elif path in _HEALTH:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
+            elif path == "/openapi/v2":
+                self._openapi_v2()
             elif path == "/openapi/v3" or path.startswith("/openapi/v3/"):
                 self._openapi_v3(path)
             elif path == "/version":
@@ -214,10 +223,19 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.config.verbose:
             log.info("%s %s %.1fms", method, self.path, (time.monotonic() - started) * 1000)
 
+    def _openapi_v2(self) -> None:
+        accept = self.headers.get("Accept", "")
+        if accept and "json" not in accept and "*/*" not in accept:
+            # client-go asks for the protobuf form only; 406 makes it fall back instead of misreading JSON.
+            raise ApiError(406, "NotAcceptable", "only application/json is served for /openapi/v2 "
+                                                 "(use /openapi/v3, which kubectl prefers)")
+        types = list(self.server.registry.types.values())
+        self._send(200, self.server.discovery_doc("/openapi/v2", lambda: openapi.v2_document(types)))
+
     def _openapi_v3(self, path: str) -> None:
         types = list(self.server.registry.types.values())
         if path == "/openapi/v3":
-            self._send(200, self.server.discovery_doc(path, lambda: discovery.openapi_v3_root(types)))
+            self._send(200, self.server.discovery_doc(path, lambda: openapi.v3_root(types)))
             return
         parts = path[len("/openapi/v3/"):].split("/")
         if parts[0] == "api" and len(parts) == 2:
@@ -228,8 +246,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not any(rt.group == group and rt.version == version for rt in types):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        self._send(200, self.server.discovery_doc(path, lambda: discovery.openapi_v3_group_version(group, version,
-                                                                                                    types)))
+        self._send(200, self.server.discovery_doc(path, lambda: openapi.v3_document(group, version, types)))
 
     def _apply_fault(self, fault: Fault) -> None:
         if fault.action == "drop":
@@ -247,20 +264,35 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
         self._send_error(ApiError(fault.status, reason, fault.message or f"injected fault: {reason}"), headers)
 
+    def _content_type(self) -> str:
+        return (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+
     def _self_subject_access_review(self, raw: bytes) -> None:
-        """Answer a SelfSubjectAccessReview: allowed unless the triple was denied through /sandbox/rbac."""
-        review = self._parse_body(raw, "application/json")
-        attributes = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
-        triple = tuple(str(attributes.get(field, "")) for field in ("verb", "group", "resource"))
-        allowed = triple not in self.server.denied_access
-        status = {"allowed": allowed}
+        """Answer a SelfSubjectAccessReview from the authorizer's rules (and the /sandbox/rbac denials)."""
+        review = self._parse_body(raw, self._content_type())
+        if not isinstance(review, dict):
+            raise bad_request("a SelfSubjectAccessReview object is required")
+        spec = review.get("spec") or {}
+        attributes = spec.get("resourceAttributes") or spec.get("nonResourceAttributes")
+        if not isinstance(attributes, dict):
+            raise ApiError(422, "Invalid", "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+                                           "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+                                           "nonResourceAttributes or resourceAttributes must be specified")
+        user = authz.authenticate(self.headers.get("Authorization"))
+        allowed, reason = authz.authorize(user, attributes, self.server.denied_access)
+        status: dict[str, Any] = {"allowed": allowed, "reason": reason}
         if not allowed:
-            verb, group, resource = triple
-            status.update(denied=True, reason=f"sandbox: {verb} on {resource}.{group} denied by /sandbox/rbac")
-        review = {**review, "status": status}
-        review.setdefault("apiVersion", "authorization.k8s.io/v1")
-        review.setdefault("kind", "SelfSubjectAccessReview")
+            status["denied"] = True
+        review = {**review, "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "metadata": review.get("metadata") or {"creationTimestamp": None}, "status": status}
         self._send_json(201, review)
+
+    def _self_subject_review(self, raw: bytes) -> None:
+        """Answer a SelfSubjectReview (`kubectl auth whoami`) with the caller's user."""
+        self._parse_body(raw, self._content_type())
+        user = authz.authenticate(self.headers.get("Authorization"))
+        self._send_json(201, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                              "metadata": {"creationTimestamp": None}, "status": {"userInfo": user.info()}})
 
     # -- admin -----------------------------------------------------------------------------------------------
     def _admin(self, method: str, path: str, raw: bytes) -> None:
@@ -309,8 +341,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- Kubernetes API --------------------------------------------------------------------------------------
     def _api(self, method: str, path: str, params: dict[str, str], raw: bytes, fault: Fault | None) -> None:
         registry = self.server.registry
-        if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" and method == "POST":
-            self._self_subject_access_review(raw)
+        review = _REVIEWS.get((method, path))
+        if review is not None:
+            review(self, raw)
             return
         parts = path.strip("/").split("/")
         if parts[0] == "api":
@@ -358,7 +391,7 @@ class Handler(BaseHTTPRequestHandler):
         if sub and not (sub == "status" and rt.has_status) and not (sub == "binding" and rt.key == ("", "pods")) \
                 and not (sub == "finalize" and rt.key == ("", "namespaces")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        content_type = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        content_type = self._content_type()
         body = self._parse_body(raw, content_type)
         watch = legacy_watch or parse_bool(params.get("watch")) is True
         if method == "GET":
@@ -514,6 +547,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
+
+
+# Create-only review endpoints outside the stored kinds: (method, path) -> handler.
+_REVIEWS = {
+    ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"): Handler._self_subject_access_review,
+    ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews"): Handler._self_subject_review,
+}
 
 
 def make_server(host: str, port: int, registry: Registry, config: ServerConfig) -> SandboxServer:

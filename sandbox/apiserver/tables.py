@@ -17,8 +17,10 @@ def _age(timestamp: str | None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        created = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
+        created = datetime.fromisoformat(timestamp)  # Time and MicroTime (fractional seconds) alike
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+    except (TypeError, ValueError):
         return "<unknown>"
     seconds = max(0, int((datetime.now(UTC) - created).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -58,11 +60,61 @@ def _pod_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
                {"name": "Restarts", "type": "string", "format": "", "priority": 0}, _AGE,
                {"name": "IP", "type": "string", "format": "", "priority": 1},
                {"name": "Node", "type": "string", "format": "", "priority": 1}]
-    phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else status.get("phase", "Pending")
-    cells = [obj["metadata"]["name"], f"{ready}/{len(containers)}", phase, str(restarts),
+    cells = [obj["metadata"]["name"], f"{ready}/{len(containers)}", _pod_reason(obj), str(restarts),
              _age(obj["metadata"].get("creationTimestamp")), status.get("podIP") or "<none>",
              spec.get("nodeName") or "<none>"]
     return columns, cells
+
+
+def _pod_reason(obj: dict[str, Any]) -> str:
+    """Returns the STATUS kubectl prints for a pod: the phase, or what the containers say (`Completed`, `Error`,
+    `ContainerCreating`), or `Terminating` (kubernetes/pkg/printers/internalversion `printPod`)."""
+    status = obj.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    has_running = False
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        waiting, terminated = state.get("waiting") or {}, state.get("terminated") or {}
+        if waiting.get("reason"):
+            reason = waiting["reason"]
+        elif terminated.get("reason"):
+            reason = terminated["reason"]
+        elif terminated:
+            reason = (f"Signal:{terminated['signal']}" if terminated.get("signal")
+                      else f"ExitCode:{terminated.get('exitCode', 0)}")
+        elif container.get("ready") and "running" in state:
+            has_running = True
+    if reason == "Completed" and has_running:
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        reason = "Running" if ready else "NotReady"
+    if obj["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _event_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Returns kubectl's event columns: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (+ wide: SUBOBJECT, SOURCE,
+    FIRST SEEN, COUNT, NAME), as kube-apiserver's event printer fills them."""
+    involved = obj.get("involvedObject") or {}
+    source = obj.get("source") or {}
+    first = obj.get("firstTimestamp") or obj.get("eventTime")
+    last = obj.get("lastTimestamp") or obj.get("eventTime") or first
+    count = int(obj.get("count") or 1)
+    last_seen = _age(last) if count <= 1 else f"{_age(last)} (x{count} over {_age(first)})"
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    origin = f"{component}, {source['host']}" if source.get("host") else component
+    columns = [_column("Last Seen"), _column("Type"), _column("Reason"), _column("Object"),
+               _column("Subobject", 1), _column("Source", 1), _column("Message"), _column("First Seen", 1),
+               _column("Count", 1, "integer"), {**_NAME, "priority": 1}]
+    cells = [last_seen, obj.get("type") or "", obj.get("reason") or "",
+             f"{str(involved.get('kind') or '').lower()}/{involved.get('name') or ''}",
+             involved.get("fieldPath") or "", origin, (obj.get("message") or "").strip(), _age(first), count,
+             obj["metadata"]["name"]]
+    return columns, cells
+
+
+def _column(name: str, priority: int = 0, kind: str = "string") -> dict[str, Any]:
+    return {"name": name, "type": kind, "format": "", "priority": priority}
 
 
 def _node_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -84,6 +136,8 @@ def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]],
         return _pod_cells(obj)
     if rt.key == ("", "nodes"):
         return _node_cells(obj)
+    if rt.key == ("", "events"):
+        return _event_cells(obj)
     meta = obj["metadata"]
     if rt.key == ("", "namespaces"):
         columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0}, _AGE]
