@@ -13,9 +13,12 @@ from sandbox.apiserver.resources import ALL_VERBS, ResourceType
 
 # Subresources per storage key: name -> verbs.
 _SUBRESOURCES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
-    ("", "pods"): {"binding": ("create",)},
+    ("", "pods"): {"binding": ("create",), "log": ("get",)},
     ("", "namespaces"): {"finalize": ("update",)},
 }
+
+
+_SUBRESOURCE_KINDS = {"binding": "Binding", "log": "Pod"}
 
 
 def version_info(kube_version: str) -> dict[str, str]:
@@ -46,7 +49,7 @@ def resource_list(group_version: str, types: Iterable[ResourceType]) -> dict[str
             subs["status"] = ("get", "patch", "update")
         for sub, verbs in sorted(subs.items()):
             resources.append({"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
-                              "kind": "Binding" if sub == "binding" else rt.kind, "verbs": list(verbs)})
+                              "kind": _SUBRESOURCE_KINDS.get(sub, rt.kind), "verbs": list(verbs)})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 

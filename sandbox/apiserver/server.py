@@ -20,13 +20,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox.apiserver import authz, discovery, openapi, protobuf, tables
+from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, tables
 from sandbox.apiserver.errors import ApiError, bad_request
 from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
 from sandbox.apiserver.registry import Registry
 from sandbox.apiserver.resources import ResourceType
 from sandbox.apiserver.store import Entry, Store, dumps
 from sandbox.apiserver.watch import WatchRequest, parse_bool
+from sandbox.container_logs import ContainerOutput, format_line
 from sandbox.faults import STATUS_REASONS, Fault, Faults, FaultSpecError
 
 log = logging.getLogger("sandbox")
@@ -294,6 +295,69 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(201, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
                               "metadata": {"creationTimestamp": None}, "status": {"userInfo": user.info()}})
 
+    def _pod_log(self, method: str, namespace: str, name: str, params: dict[str, str]) -> None:
+        """`GET pods/{name}/log`: the container's output as text/plain; `follow` streams it (chunked) until the
+        container ends, the pod goes or the client leaves."""
+        if method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
+                                                    f"resource ({method})")
+        registry = self.server.registry
+        pods = registry.resolve("", "v1", "pods")
+        request = podlog.LogRequest.parse(name, params, time.time())
+        pod = registry.get(pods, namespace, name).obj
+        container = request.container_for(pod)
+        if container is None:
+            self._send(200, b"", "text/plain")
+            return
+        now = time.time()
+        output = ContainerOutput(pod, container)
+        chosen = request.select(output, now)
+        emitted = sum(1 for _ in output.lines(now))
+        body = b"".join(format_line(line, request.timestamps) for line in chosen)
+        if request.limit is not None:
+            body = body[:request.limit]
+        if not request.follow or output.run is None or output.run.finished is not None:
+            self._send(200, body, "text/plain")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        budget = request.limit
+
+        def write(data: bytes) -> bool:
+            nonlocal budget
+            if budget is not None:
+                data, budget = data[:budget], budget - min(budget, len(data))
+            if data:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            return budget != 0
+
+        going = write(body)
+        while going and not self.server.stopping.is_set() and not self._client_gone(0.5):
+            try:
+                pod = registry.get(pods, namespace, name).obj
+            except ApiError:
+                break  # the pod is gone: so is its log stream
+            output = ContainerOutput(pod, container)
+            lines = list(output.lines(time.time()))
+            going = write(b"".join(format_line(line, request.timestamps) for line in lines[emitted:]))
+            emitted = max(emitted, len(lines))
+            if output.run is None or output.run.finished is not None:
+                break
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _client_gone(self, wait: float) -> bool:
+        """Returns True when the client closed the connection (waits up to `wait` seconds for it)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], wait)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     # -- admin -----------------------------------------------------------------------------------------------
     def _admin(self, method: str, path: str, raw: bytes) -> None:
         registry = self.server.registry
@@ -388,6 +452,10 @@ class Handler(BaseHTTPRequestHandler):
         registry.check_namespace_path(rt, namespace)
         if rt.namespaced and namespace is None and name is not None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        special = _SUBRESOURCES.get((rt.key, sub))
+        if special is not None and name is not None:
+            special(self, method, namespace or "", name, params)
+            return
         if sub and not (sub == "status" and rt.has_status) and not (sub == "binding" and rt.key == ("", "pods")) \
                 and not (sub == "finalize" and rt.key == ("", "namespaces")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -548,6 +616,11 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
+
+# Subresources served by a handler of their own: (storage key, subresource) -> handler.
+_SUBRESOURCES = {
+    (("", "pods"), "log"): Handler._pod_log,
+}
 
 # Create-only review endpoints outside the stored kinds: (method, path) -> handler.
 _REVIEWS = {

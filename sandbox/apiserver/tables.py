@@ -125,10 +125,39 @@ def _node_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     labels = obj["metadata"].get("labels") or {}
     roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))) or "<none>"
     version = ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    status = obj.get("status") or {}
+    info = status.get("nodeInfo") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0},
                {"name": "Roles", "type": "string", "format": "", "priority": 0}, _AGE,
-               {"name": "Version", "type": "string", "format": "", "priority": 0}]
-    return columns, [obj["metadata"]["name"], state, roles, _age(obj["metadata"].get("creationTimestamp")), version]
+               {"name": "Version", "type": "string", "format": "", "priority": 0},
+               _column("Internal-IP", 1), _column("External-IP", 1), _column("OS-Image", 1),
+               _column("Kernel-Version", 1), _column("Container-Runtime", 1)]
+    return columns, [obj["metadata"]["name"], state, roles, _age(obj["metadata"].get("creationTimestamp")), version,
+                     addresses.get("InternalIP") or "<none>", addresses.get("ExternalIP") or "<none>",
+                     info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+                     info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _service_ports(obj: dict[str, Any]) -> str:
+    ports = []
+    for port in (obj.get("spec") or {}).get("ports") or []:
+        node = f":{port['nodePort']}" if port.get("nodePort") else ""
+        ports.append(f"{port.get('port')}{node}/{port.get('protocol', 'TCP')}")
+    return ",".join(ports) or "<none>"
+
+
+# Kinds whose columns sit between NAME and AGE: (column, priority, type, cell).
+_SIMPLE_CELLS: dict[tuple[str, str], list[tuple[str, int, str, Any]]] = {
+    ("", "configmaps"): [("Data", 0, "integer",
+                          lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}))],
+    ("", "secrets"): [("Type", 0, "string", lambda o: o.get("type") or ""),
+                      ("Data", 0, "integer", lambda o: len(o.get("data") or {}))],
+    ("", "services"): [("Type", 0, "string", lambda o: (o.get("spec") or {}).get("type") or "ClusterIP"),
+                       ("Cluster-IP", 0, "string", lambda o: (o.get("spec") or {}).get("clusterIP") or "<none>"),
+                       ("External-IP", 0, "string", lambda o: "<none>"),
+                       ("Port(s)", 0, "string", _service_ports)],
+}
 
 
 def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -138,6 +167,10 @@ def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]],
         return _node_cells(obj)
     if rt.key == ("", "events"):
         return _event_cells(obj)
+    if rt.key in _SIMPLE_CELLS:
+        columns = [_NAME, *(_column(name, priority, kind) for name, priority, kind, _ in _SIMPLE_CELLS[rt.key]), _AGE]
+        return columns, [obj["metadata"]["name"], *(cell(obj) for *_, cell in _SIMPLE_CELLS[rt.key]),
+                         _age(obj["metadata"].get("creationTimestamp"))]
     meta = obj["metadata"]
     if rt.key == ("", "namespaces"):
         columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0}, _AGE]
