@@ -67,7 +67,8 @@ def authorize(user: User, attributes: dict[str, Any], denied: set[tuple[str, str
     group = str(attributes.get("group", ""))
     resource = str(attributes.get("resource", "") or attributes.get("path", ""))
     if (verb, group, resource) in denied:
-        return False, f"sandbox: {verb} on {resource}.{group} denied by /sandbox/rbac"
+        qualified = f"{resource}.{group}" if group else resource
+        return False, f"sandbox: {verb} on {qualified} denied by /sandbox/rbac"
     for rule in RULES:
         if rule.matches(user, verb, group, resource):
             return rule.allow, rule.reason

@@ -39,6 +39,17 @@ _KIND_DOC = ("Kind is a string value representing the REST resource this object 
 _METADATA_DOC = ("Standard object's metadata. More info: "
                  "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
 _V2_DROPPED = ("oneOf", "anyOf", "allOf", "not", "nullable")
+# v3 publishes the two string-or-number types as a oneOf, which is why kubectl names them (`map[string]Quantity`).
+_V3_FORMS = {
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": {
+        "description": "Quantity is a fixed-point representation of a number. It provides convenient "
+                       "marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.",
+        "oneOf": [{"type": "string"}, {"type": "number"}]},
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {
+        "description": "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML "
+                       "marshalling and unmarshalling, it produces or consumes the inner type.",
+        "oneOf": [{"type": "integer"}, {"type": "string"}]},
+}
 
 
 @lru_cache(maxsize=1)
@@ -174,6 +185,6 @@ def v3_document(group: str, version: str, types: Iterable[ResourceType]) -> dict
         paths[item] = {"patch": {"operationId": f"patch{rt.kind}", "parameters": params,
                                  "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
                                  "responses": {"200": {"description": "OK"}}}}
-    schemas = {name: _to_v3(schema) for name, schema in _definitions(served).items()}
+    schemas = {name: _V3_FORMS.get(name) or _to_v3(schema) for name, schema in _definitions(served).items()}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.37.0-sandbox"}, "paths": paths,
             "components": {"schemas": schemas}}
