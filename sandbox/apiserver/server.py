@@ -273,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
         review = self._parse_body(raw, self._content_type())
         if not isinstance(review, dict):
             raise bad_request("a SelfSubjectAccessReview object is required")
-        spec = review.get("spec") or {}
+        spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
         attributes = spec.get("resourceAttributes") or spec.get("nonResourceAttributes")
         if not isinstance(attributes, dict):
             raise ApiError(422, "Invalid", "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "

@@ -239,3 +239,9 @@ def test_event_field_selector_on_an_unknown_field_is_400(core):
     with pytest.raises(k8s.ApiException) as failed:
         core.list_namespaced_event("default", field_selector="message=x")
     assert failed.value.status == 400 and "field label not supported: message" in failed.value.body
+
+
+@pytest.mark.parametrize("body", [{"spec": "x"}, {"spec": {}}, [1]])
+def test_malformed_access_reviews_are_client_errors(cluster, body):
+    code, answer = raw(cluster.url, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body)
+    assert code in (400, 422), answer
