@@ -182,7 +182,12 @@ def v3_document(group: str, version: str, types: Iterable[ResourceType]) -> dict
         item = f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced else \
             f"{prefix}/{rt.plural}/{{name}}"
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-        paths[item] = {"patch": {"operationId": f"patch{rt.kind}", "parameters": params,
+        path_params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "uniqueItems": True},
+                        "description": f"{name} of the {rt.kind}" if name == "name" else
+                        "object name and auth scope, such as for teams and projects"}
+                       for name in (("name", "namespace") if rt.namespaced else ("name",))]
+        paths[item] = {"parameters": path_params,
+                       "patch": {"operationId": f"patch{rt.kind}", "parameters": params,
                                  "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
                                  "responses": {"200": {"description": "OK"}}}}
     schemas = {name: _V3_FORMS.get(name) or _to_v3(schema) for name, schema in _definitions(served).items()}

@@ -245,3 +245,16 @@ def test_event_field_selector_on_an_unknown_field_is_400(core):
 def test_malformed_access_reviews_are_client_errors(cluster, body):
     code, answer = raw(cluster.url, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body)
     assert code in (400, 422), answer
+
+
+def test_published_openapi_documents_are_valid(cluster):
+    from openapi_spec_validator import validate
+
+    _, index = raw(cluster.url, "GET", "/openapi/v3")
+    assert {"api/v1", "apis/trainer.kubeflow.org/v1alpha1", "apis/scheduling.k8s.io/v1beta1"} <= set(index["paths"])
+    for entry in index["paths"].values():
+        code, doc = raw(cluster.url, "GET", entry["serverRelativeURL"])
+        assert code == 200
+        validate(doc)  # OpenAPI 3.0
+    _, v2 = raw(cluster.url, "GET", "/openapi/v2")
+    validate(v2)  # Swagger 2.0
