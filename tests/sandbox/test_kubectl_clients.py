@@ -4,32 +4,11 @@ cluster-info, auth can-i/whoami, events --for and the events table; the raw Open
 from __future__ import annotations
 
 import base64
-import os
-import shutil
-import subprocess
-from collections.abc import Callable
 
 import pytest
 from kubernetes import client as k8s
 
-from tests.sandbox.api_support import raw
-
-KUBECTL = shutil.which("kubectl")
-Run = Callable[..., subprocess.CompletedProcess]
-
-
-def kubectl_for(kubeconfig: str, home: str) -> Run:
-    """Returns a function running kubectl against a sandbox kubeconfig (fails in CI when kubectl is missing)."""
-    if KUBECTL is None:
-        if os.environ.get("CI"):
-            pytest.fail("kubectl is not installed; CI must provide it (make system-deps)")
-        pytest.skip("kubectl is not on PATH (install the Debian kubectl package or run `make system-deps`)")
-    env = {**os.environ, "KUBECONFIG": kubeconfig, "HOME": home}
-
-    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([KUBECTL, *args], capture_output=True, text=True, env=env, timeout=timeout)
-
-    return run
+from tests.sandbox.api_support import Run, kubectl_for, raw
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from tests.sandbox.api_support import kubectl_for
 from tests.sandbox.controllers_support import demo_runtime, trainjob
-from tests.sandbox.test_kubectl_clients import kubectl_for
 
 STEP = re.compile(r"^\[rank (\d+)\] step (\d+) loss=([0-9.]+) ")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
