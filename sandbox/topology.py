@@ -125,6 +125,12 @@ def _large_nodes(block_key: str) -> list[dict]:
     return nodes
 
 
+def node_ip(name: str) -> str:
+    """Returns the stable InternalIP of a node, in 10.128.0.0/10 (pods get 10.64.0.0/10)."""
+    number = int(hashlib.sha256(f"ip:{name}".encode()).hexdigest()[:8], 16) % (1 << 22)
+    return f"10.{128 + (number >> 16)}.{(number >> 8) & 255}.{max(number & 255, 1)}"
+
+
 def _node_id(name: str, what: str) -> str:
     """Returns a stable 32-hex-digit id of a node (as a kubelet reports machine and boot ids)."""
     return hashlib.sha256(f"{what}:{name}".encode()).hexdigest()[:32]
@@ -167,14 +173,21 @@ def make_node(
     # unhealthy node then has exactly one cause, so exclusion counts in the demo are easy to read and check.
     if taints:
         spec["taints"] = [dict(t) for t in taints]
-    ready_condition = {
+    conditions = [
+        {"type": kind, "status": "False", "reason": reason, "message": message} for kind, reason, message in (
+            ("NetworkUnavailable", "RouteCreated", "RouteController created a route"),
+            ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
+    ]
+    conditions.append({
         "type": "Ready",
         "status": "True" if ready else "False",
         "reason": "KubeletReady" if ready else "KubeletNotReady",
         "message": "kubelet is posting ready status" if ready else "container runtime network not ready (simulated)",
-        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-    }
+    })
+    for condition in conditions:
+        condition.update(lastHeartbeatTime="2026-01-01T00:00:00Z", lastTransitionTime="2026-01-01T00:00:00Z")
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -183,8 +196,8 @@ def make_node(
         "status": {
             "capacity": dict(resources),
             "allocatable": dict(resources),
-            "conditions": [ready_condition],
-            "addresses": [{"type": "Hostname", "address": name}],
+            "conditions": conditions,
+            "addresses": [{"type": "InternalIP", "address": node_ip(name)}, {"type": "Hostname", "address": name}],
             "nodeInfo": {
                 "machineID": _node_id(name, "machine"),
                 "systemUUID": _node_uuid(name),

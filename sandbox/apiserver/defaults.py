@@ -74,6 +74,9 @@ def apply(rt: ResourceType, obj: dict[str, Any]) -> None:
             obj.setdefault(name, None)
     elif rt.key == ("coordination.k8s.io", "leases"):
         obj.setdefault("spec", {})
+    elif rt.key == ("", "secrets"):
+        if not obj.get("type"):
+            obj["type"] = "Opaque"  # SetDefaults_Secret
     elif rt.key == ("scheduling.k8s.io", "priorityclasses"):
         obj.setdefault("value", 0)
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")

@@ -13,9 +13,12 @@ from sandbox.apiserver.resources import ALL_VERBS, ResourceType
 
 # Subresources per storage key: name -> verbs.
 _SUBRESOURCES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
-    ("", "pods"): {"binding": ("create",)},
+    ("", "pods"): {"binding": ("create",), "log": ("get",)},
     ("", "namespaces"): {"finalize": ("update",)},
 }
+
+
+_SUBRESOURCE_KINDS = {"binding": "Binding", "log": "Pod"}
 
 
 def version_info(kube_version: str) -> dict[str, str]:
@@ -46,7 +49,7 @@ def resource_list(group_version: str, types: Iterable[ResourceType]) -> dict[str
             subs["status"] = ("get", "patch", "update")
         for sub, verbs in sorted(subs.items()):
             resources.append({"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
-                              "kind": "Binding" if sub == "binding" else rt.kind, "verbs": list(verbs)})
+                              "kind": _SUBRESOURCE_KINDS.get(sub, rt.kind), "verbs": list(verbs)})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
@@ -86,39 +89,3 @@ def core_versions(server_address: str) -> dict[str, Any]:
     """Returns the /api APIVersions document."""
     return {"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
-
-
-def _gv_path(group: str, version: str) -> str:
-    return f"apis/{group}/{version}" if group else f"api/{version}"
-
-
-def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:
-    """Returns the /openapi/v3 index of group/version documents.
-
-    The documents are stubs that only declare each kind's PATCH operation and its `fieldValidation` query
-    parameter: enough for kubectl to choose server-side field validation instead of downloading schemas.
-    """
-    paths = {}
-    for gv in sorted({(rt.group, rt.version) for rt in types}):
-        rel = _gv_path(*gv)
-        paths[rel] = {"serverRelativeURL": f"/openapi/v3/{rel}?hash=sandbox"}
-    return {"paths": paths}
-
-
-def openapi_v3_group_version(group: str, version: str, types: Iterable[ResourceType]) -> dict[str, Any]:
-    """Returns the stub OpenAPI v3 document of one group/version (see `openapi_v3_root`)."""
-    prefix = "/" + _gv_path(group, version)
-    params = [{"name": name, "in": "query", "schema": {"type": "string"}}
-              for name in ("dryRun", "fieldManager", "fieldValidation", "force")]
-    paths: dict[str, Any] = {}
-    for rt in types:
-        if (rt.group, rt.version) != (group, version):
-            continue
-        item = f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced else \
-            f"{prefix}/{rt.plural}/{{name}}"
-        gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-        paths[item] = {"patch": {"operationId": f"patch{rt.kind}", "parameters": params,
-                                 "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
-                                 "responses": {"200": {"description": "OK"}}}}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (sandbox stub)", "version": "unversioned"},
-            "paths": paths, "components": {"schemas": {}}}

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.apiserver import defaults, workloads
+from sandbox.apiserver import cluster_objects, defaults, workloads
 from sandbox.apiserver.apply import ApplyConflict, now, server_side_apply, track_update
 from sandbox.apiserver.decode import POD_OUTLINE, decode
 from sandbox.apiserver.errors import ApiError, already_exists, bad_request, conflict, expired, invalid, not_found
@@ -30,7 +30,7 @@ from sandbox.apiserver.validation import validate_write
 
 _STRIP_ON_WRITE = ("creationTimestamp", "uid", "generation", "deletionTimestamp", "deletionGracePeriodSeconds",
                    "selfLink")
-DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", cluster_objects.TRAINER_NAMESPACE)
 
 
 def _rand_suffix(n: int = 5) -> str:
@@ -110,6 +110,8 @@ class Registry:
             node_type = self.resolve("", "v1", "nodes")
             for node in nodes:
                 self._insert(node_type, node)
+            self._insert(self.resolve("", "v1", "services"), cluster_objects.kubernetes_service())
+            self._insert(self.resolve("", "v1", "configmaps"), cluster_objects.trainer_public_configmap(crds))
             self._initial = [(key, e) for key in self.store.resource_keys() for e in self.store.list(key)]
 
     def _insert(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:

@@ -114,7 +114,17 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
         ResourceType("", "v1", "Event", "events", namespaced=True, short_names=("ev",), has_status=False,
                      field_selectors=("metadata.name", "metadata.namespace", "involvedObject.kind",
                                       "involvedObject.name", "involvedObject.namespace", "involvedObject.uid",
-                                      "reason", "type", "source"), generation=False),
+                                      "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                                      "involvedObject.fieldPath", "reason", "reportingComponent", "type",
+                                      "source"), generation=False),
+        # What kubectl's generators and the Kubeflow SDK touch (`create configmap/secret`, `cluster-info`, the
+        # Trainer's public ConfigMap); the sandbox stores them without further semantics.
+        ResourceType("", "v1", "ConfigMap", "configmaps", namespaced=True, short_names=("cm",), has_status=False,
+                     generation=False),
+        ResourceType("", "v1", "Secret", "secrets", namespaced=True, has_status=False, generation=False,
+                     field_selectors=("metadata.name", "metadata.namespace", "type")),
+        ResourceType("", "v1", "Service", "services", namespaced=True, short_names=("svc",), categories=("all",),
+                     generation=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "Workload", "workloads", namespaced=True,
                      list_types=_SCHEDULING_LISTS, has_status=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "PodGroup", "podgroups", namespaced=True,

@@ -78,8 +78,19 @@ def parse_label_selector(text: str | None) -> Matcher | None:
     return match
 
 
+# Field labels that are not a plain path of the object (kube-apiserver's per-kind `ToSelectableFields`).
+_COMPUTED_FIELDS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    # Event: the source component, or the reporting controller of events.k8s.io-style events.
+    "source": lambda obj: ((obj.get("source") or {}).get("component") if isinstance(obj.get("source"), dict)
+                           else None) or obj.get("reportingComponent"),
+}
+
+
 def _field_value(obj: dict[str, Any], path: str) -> str:
     """Returns the field selector string form of a dotted path (missing → "", bools lower-case)."""
+    if path in _COMPUTED_FIELDS:
+        value = _COMPUTED_FIELDS[path](obj)
+        return "" if value is None else str(value)
     node: Any = obj
     for part in path.split("."):
         if not isinstance(node, dict):

@@ -20,13 +20,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox.apiserver import discovery, tables
+from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, tables
 from sandbox.apiserver.errors import ApiError, bad_request
 from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
 from sandbox.apiserver.registry import Registry
 from sandbox.apiserver.resources import ResourceType
 from sandbox.apiserver.store import Entry, Store, dumps
 from sandbox.apiserver.watch import WatchRequest, parse_bool
+from sandbox.container_logs import ContainerOutput, format_line
 from sandbox.faults import STATUS_REASONS, Fault, Faults, FaultSpecError
 
 log = logging.getLogger("sandbox")
@@ -157,11 +158,18 @@ class Handler(BaseHTTPRequestHandler):
     def _parse_body(self, raw: bytes, content_type: str) -> Any:
         if not raw:
             return None
+        if content_type == protobuf.CONTENT_TYPE:
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format "
+                                                            f"({content_type}): {exc}")
         if "protobuf" in content_type or "cbor" in content_type:
             raise ApiError(415, "UnsupportedMediaType",
                            f"the body of the request was in an unknown format ({content_type}) - the sandbox accepts "
-                           "application/json and, for apply, application/apply-patch+yaml (kubectl: use `apply -f` "
-                           "or `create -f` instead of typed generators such as `kubectl create namespace`)")
+                           "application/json, application/vnd.kubernetes.protobuf for "
+                           f"{', '.join(kind for _, kind in protobuf.KINDS)} and, for apply, "
+                           "application/apply-patch+yaml")
         try:
             return json.loads(raw)
         except ValueError:
@@ -194,6 +202,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._admin(method, path, raw)
             elif path in _HEALTH:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
+            elif path == "/openapi/v2":
+                self._openapi_v2()
             elif path == "/openapi/v3" or path.startswith("/openapi/v3/"):
                 self._openapi_v3(path)
             elif path == "/version":
@@ -214,10 +224,19 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.config.verbose:
             log.info("%s %s %.1fms", method, self.path, (time.monotonic() - started) * 1000)
 
+    def _openapi_v2(self) -> None:
+        accept = self.headers.get("Accept", "")
+        if accept and "json" not in accept and "*/*" not in accept:
+            # client-go asks for the protobuf form only; 406 makes it fall back instead of misreading JSON.
+            raise ApiError(406, "NotAcceptable", "only application/json is served for /openapi/v2 "
+                                                 "(use /openapi/v3, which kubectl prefers)")
+        types = list(self.server.registry.types.values())
+        self._send(200, self.server.discovery_doc("/openapi/v2", lambda: openapi.v2_document(types)))
+
     def _openapi_v3(self, path: str) -> None:
         types = list(self.server.registry.types.values())
         if path == "/openapi/v3":
-            self._send(200, self.server.discovery_doc(path, lambda: discovery.openapi_v3_root(types)))
+            self._send(200, self.server.discovery_doc(path, lambda: openapi.v3_root(types)))
             return
         parts = path[len("/openapi/v3/"):].split("/")
         if parts[0] == "api" and len(parts) == 2:
@@ -228,8 +247,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not any(rt.group == group and rt.version == version for rt in types):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        self._send(200, self.server.discovery_doc(path, lambda: discovery.openapi_v3_group_version(group, version,
-                                                                                                    types)))
+        self._send(200, self.server.discovery_doc(path, lambda: openapi.v3_document(group, version, types)))
 
     def _apply_fault(self, fault: Fault) -> None:
         if fault.action == "drop":
@@ -247,20 +265,98 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
         self._send_error(ApiError(fault.status, reason, fault.message or f"injected fault: {reason}"), headers)
 
+    def _content_type(self) -> str:
+        return (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+
     def _self_subject_access_review(self, raw: bytes) -> None:
-        """Answer a SelfSubjectAccessReview: allowed unless the triple was denied through /sandbox/rbac."""
-        review = self._parse_body(raw, "application/json")
-        attributes = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
-        triple = tuple(str(attributes.get(field, "")) for field in ("verb", "group", "resource"))
-        allowed = triple not in self.server.denied_access
-        status = {"allowed": allowed}
+        """Answer a SelfSubjectAccessReview from the authorizer's rules (and the /sandbox/rbac denials)."""
+        review = self._parse_body(raw, self._content_type())
+        if not isinstance(review, dict):
+            raise bad_request("a SelfSubjectAccessReview object is required")
+        spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
+        attributes = spec.get("resourceAttributes") or spec.get("nonResourceAttributes")
+        if not isinstance(attributes, dict):
+            raise ApiError(422, "Invalid", "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+                                           "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+                                           "nonResourceAttributes or resourceAttributes must be specified")
+        user = authz.authenticate(self.headers.get("Authorization"))
+        allowed, reason = authz.authorize(user, attributes, self.server.denied_access)
+        status: dict[str, Any] = {"allowed": allowed, "reason": reason}
         if not allowed:
-            verb, group, resource = triple
-            status.update(denied=True, reason=f"sandbox: {verb} on {resource}.{group} denied by /sandbox/rbac")
-        review = {**review, "status": status}
-        review.setdefault("apiVersion", "authorization.k8s.io/v1")
-        review.setdefault("kind", "SelfSubjectAccessReview")
+            status["denied"] = True
+        review = {**review, "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "metadata": review.get("metadata") or {"creationTimestamp": None}, "status": status}
         self._send_json(201, review)
+
+    def _self_subject_review(self, raw: bytes) -> None:
+        """Answer a SelfSubjectReview (`kubectl auth whoami`) with the caller's user."""
+        self._parse_body(raw, self._content_type())
+        user = authz.authenticate(self.headers.get("Authorization"))
+        self._send_json(201, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                              "metadata": {"creationTimestamp": None}, "status": {"userInfo": user.info()}})
+
+    def _pod_log(self, method: str, namespace: str, name: str, params: dict[str, str]) -> None:
+        """`GET pods/{name}/log`: the container's output as text/plain; `follow` streams it (chunked) until the
+        container ends, the pod goes or the client leaves."""
+        if method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
+                                                    f"resource ({method})")
+        registry = self.server.registry
+        pods = registry.resolve("", "v1", "pods")
+        request = podlog.LogRequest.parse(name, params, time.time())
+        pod = registry.get(pods, namespace, name).obj
+        container = request.container_for(pod)
+        if container is None:
+            self._send(200, b"", "text/plain")
+            return
+        now = time.time()
+        output = ContainerOutput(pod, container)
+        chosen = request.select(output, now)
+        emitted = sum(1 for _ in output.lines(now))
+        body = b"".join(format_line(line, request.timestamps) for line in chosen)
+        if request.limit is not None:
+            body = body[:request.limit]
+        if not request.follow or output.run is None or output.run.finished is not None:
+            self._send(200, body, "text/plain")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        budget = request.limit
+
+        def write(data: bytes) -> bool:
+            nonlocal budget
+            if budget is not None:
+                data, budget = data[:budget], budget - min(budget, len(data))
+            if data:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            return budget != 0
+
+        going = write(body)
+        while going and not self.server.stopping.is_set() and not self._client_gone(0.5):
+            try:
+                pod = registry.get(pods, namespace, name).obj
+            except ApiError:
+                break  # the pod is gone: so is its log stream
+            output = ContainerOutput(pod, container)
+            lines = list(output.lines(time.time()))
+            going = write(b"".join(format_line(line, request.timestamps) for line in lines[emitted:]))
+            emitted = max(emitted, len(lines))
+            if output.run is None or output.run.finished is not None:
+                break
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _client_gone(self, wait: float) -> bool:
+        """Returns True when the client closed the connection (waits up to `wait` seconds for it)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], wait)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     # -- admin -----------------------------------------------------------------------------------------------
     def _admin(self, method: str, path: str, raw: bytes) -> None:
@@ -309,8 +405,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- Kubernetes API --------------------------------------------------------------------------------------
     def _api(self, method: str, path: str, params: dict[str, str], raw: bytes, fault: Fault | None) -> None:
         registry = self.server.registry
-        if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" and method == "POST":
-            self._self_subject_access_review(raw)
+        review = _REVIEWS.get((method, path))
+        if review is not None:
+            review(self, raw)
             return
         parts = path.strip("/").split("/")
         if parts[0] == "api":
@@ -355,10 +452,14 @@ class Handler(BaseHTTPRequestHandler):
         registry.check_namespace_path(rt, namespace)
         if rt.namespaced and namespace is None and name is not None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        special = _SUBRESOURCES.get((rt.key, sub))
+        if special is not None and name is not None:
+            special(self, method, namespace or "", name, params)
+            return
         if sub and not (sub == "status" and rt.has_status) and not (sub == "binding" and rt.key == ("", "pods")) \
                 and not (sub == "finalize" and rt.key == ("", "namespaces")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        content_type = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        content_type = self._content_type()
         body = self._parse_body(raw, content_type)
         watch = legacy_watch or parse_bool(params.get("watch")) is True
         if method == "GET":
@@ -514,6 +615,18 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
+
+
+# Subresources served by a handler of their own: (storage key, subresource) -> handler.
+_SUBRESOURCES = {
+    (("", "pods"), "log"): Handler._pod_log,
+}
+
+# Create-only review endpoints outside the stored kinds: (method, path) -> handler.
+_REVIEWS = {
+    ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"): Handler._self_subject_access_review,
+    ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews"): Handler._self_subject_review,
+}
 
 
 def make_server(host: str, port: int, registry: Registry, config: ServerConfig) -> SandboxServer:

@@ -17,8 +17,10 @@ def _age(timestamp: str | None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        created = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
+        created = datetime.fromisoformat(timestamp)  # Time and MicroTime (fractional seconds) alike
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+    except (TypeError, ValueError):
         return "<unknown>"
     seconds = max(0, int((datetime.now(UTC) - created).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -58,11 +60,61 @@ def _pod_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
                {"name": "Restarts", "type": "string", "format": "", "priority": 0}, _AGE,
                {"name": "IP", "type": "string", "format": "", "priority": 1},
                {"name": "Node", "type": "string", "format": "", "priority": 1}]
-    phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else status.get("phase", "Pending")
-    cells = [obj["metadata"]["name"], f"{ready}/{len(containers)}", phase, str(restarts),
+    cells = [obj["metadata"]["name"], f"{ready}/{len(containers)}", _pod_reason(obj), str(restarts),
              _age(obj["metadata"].get("creationTimestamp")), status.get("podIP") or "<none>",
              spec.get("nodeName") or "<none>"]
     return columns, cells
+
+
+def _pod_reason(obj: dict[str, Any]) -> str:
+    """Returns the STATUS kubectl prints for a pod: the phase, or what the containers say (`Completed`, `Error`,
+    `ContainerCreating`), or `Terminating` (kubernetes/pkg/printers/internalversion `printPod`)."""
+    status = obj.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    has_running = False
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        waiting, terminated = state.get("waiting") or {}, state.get("terminated") or {}
+        if waiting.get("reason"):
+            reason = waiting["reason"]
+        elif terminated.get("reason"):
+            reason = terminated["reason"]
+        elif terminated:
+            reason = (f"Signal:{terminated['signal']}" if terminated.get("signal")
+                      else f"ExitCode:{terminated.get('exitCode', 0)}")
+        elif container.get("ready") and "running" in state:
+            has_running = True
+    if reason == "Completed" and has_running:
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        reason = "Running" if ready else "NotReady"
+    if obj["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _event_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Returns kubectl's event columns: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (+ wide: SUBOBJECT, SOURCE,
+    FIRST SEEN, COUNT, NAME), as kube-apiserver's event printer fills them."""
+    involved = obj.get("involvedObject") or {}
+    source = obj.get("source") or {}
+    first = obj.get("firstTimestamp") or obj.get("eventTime")
+    last = obj.get("lastTimestamp") or obj.get("eventTime") or first
+    count = int(obj.get("count") or 1)
+    last_seen = _age(last) if count <= 1 else f"{_age(last)} (x{count} over {_age(first)})"
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    origin = f"{component}, {source['host']}" if source.get("host") else component
+    columns = [_column("Last Seen"), _column("Type"), _column("Reason"), _column("Object"),
+               _column("Subobject", 1), _column("Source", 1), _column("Message"), _column("First Seen", 1),
+               _column("Count", 1, "integer"), {**_NAME, "priority": 1}]
+    cells = [last_seen, obj.get("type") or "", obj.get("reason") or "",
+             f"{str(involved.get('kind') or '').lower()}/{involved.get('name') or ''}",
+             involved.get("fieldPath") or "", origin, (obj.get("message") or "").strip(), _age(first), count,
+             obj["metadata"]["name"]]
+    return columns, cells
+
+
+def _column(name: str, priority: int = 0, kind: str = "string") -> dict[str, Any]:
+    return {"name": name, "type": kind, "format": "", "priority": priority}
 
 
 def _node_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -73,10 +125,39 @@ def _node_cells(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     labels = obj["metadata"].get("labels") or {}
     roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))) or "<none>"
     version = ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    status = obj.get("status") or {}
+    info = status.get("nodeInfo") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
     columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0},
                {"name": "Roles", "type": "string", "format": "", "priority": 0}, _AGE,
-               {"name": "Version", "type": "string", "format": "", "priority": 0}]
-    return columns, [obj["metadata"]["name"], state, roles, _age(obj["metadata"].get("creationTimestamp")), version]
+               {"name": "Version", "type": "string", "format": "", "priority": 0},
+               _column("Internal-IP", 1), _column("External-IP", 1), _column("OS-Image", 1),
+               _column("Kernel-Version", 1), _column("Container-Runtime", 1)]
+    return columns, [obj["metadata"]["name"], state, roles, _age(obj["metadata"].get("creationTimestamp")), version,
+                     addresses.get("InternalIP") or "<none>", addresses.get("ExternalIP") or "<none>",
+                     info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+                     info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _service_ports(obj: dict[str, Any]) -> str:
+    ports = []
+    for port in (obj.get("spec") or {}).get("ports") or []:
+        node = f":{port['nodePort']}" if port.get("nodePort") else ""
+        ports.append(f"{port.get('port')}{node}/{port.get('protocol', 'TCP')}")
+    return ",".join(ports) or "<none>"
+
+
+# Kinds whose columns sit between NAME and AGE: (column, priority, type, cell).
+_SIMPLE_CELLS: dict[tuple[str, str], list[tuple[str, int, str, Any]]] = {
+    ("", "configmaps"): [("Data", 0, "integer",
+                          lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}))],
+    ("", "secrets"): [("Type", 0, "string", lambda o: o.get("type") or ""),
+                      ("Data", 0, "integer", lambda o: len(o.get("data") or {}))],
+    ("", "services"): [("Type", 0, "string", lambda o: (o.get("spec") or {}).get("type") or "ClusterIP"),
+                       ("Cluster-IP", 0, "string", lambda o: (o.get("spec") or {}).get("clusterIP") or "<none>"),
+                       ("External-IP", 0, "string", lambda o: "<none>"),
+                       ("Port(s)", 0, "string", _service_ports)],
+}
 
 
 def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -84,6 +165,12 @@ def _cells(rt: ResourceType, obj: dict[str, Any]) -> tuple[list[dict[str, Any]],
         return _pod_cells(obj)
     if rt.key == ("", "nodes"):
         return _node_cells(obj)
+    if rt.key == ("", "events"):
+        return _event_cells(obj)
+    if rt.key in _SIMPLE_CELLS:
+        columns = [_NAME, *(_column(name, priority, kind) for name, priority, kind, _ in _SIMPLE_CELLS[rt.key]), _AGE]
+        return columns, [obj["metadata"]["name"], *(cell(obj) for *_, cell in _SIMPLE_CELLS[rt.key]),
+                         _age(obj["metadata"].get("creationTimestamp"))]
     meta = obj["metadata"]
     if rt.key == ("", "namespaces"):
         columns = [_NAME, {"name": "Status", "type": "string", "format": "", "priority": 0}, _AGE]

@@ -31,6 +31,7 @@ class Controllers:
     scheduler: object | None = None
     trainer: object | None = None
     kubelet: object | None = None
+    node_leases: object | None = None
     protection: object | None = None
     kueue: object | None = None
     generator: object | None = None
@@ -62,7 +63,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     from sandbox.controllers.common import TRAINER_GROUP_VERSION, flavour_for
     from sandbox.controllers.generator import Generator
     from sandbox.controllers.informer import Informer
-    from sandbox.controllers.kubelet import Kubelet
+    from sandbox.controllers.kubelet import Kubelet, NodeLeases
     from sandbox.controllers.kueue import Kueue, parse_quotas
     from sandbox.controllers.protection import PodGroupProtection
     from sandbox.controllers.scheduler import GangScheduler
@@ -94,6 +95,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
                                             pod_groups=informers["podgroups"])
     handles.kubelet = Kubelet(api_url, stop, pods=informers["pods"], trainjobs=informers["trainjobs"],
                               start_delay=pod_start_delay, nodes=informers["nodes"])
+    handles.node_leases = NodeLeases(api_url, stop, informers["nodes"])
     if kueue_on:
         quotas, default_quota = parse_quotas(os.environ.get("SANDBOX_KUEUE_GPU_QUOTA", ""))
         handles.kueue = Kueue(api_url, stop, trainjobs=informers["trainjobs"],
@@ -105,8 +107,8 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     # Handlers are registered above, before any informer thread delivers its first list.
     for informer in informers.values():
         informer.start()
-    for controller in (handles.scheduler, handles.trainer, handles.protection, handles.kubelet, handles.kueue,
-                       handles.generator):
+    for controller in (handles.scheduler, handles.trainer, handles.protection, handles.kubelet, handles.node_leases,
+                       handles.kueue, handles.generator):
         if controller is not None:
             controller.start()
     log.info("sandbox controllers started against %s (Kubernetes %s, generator %s)", api_url, kube_version,

@@ -6,10 +6,17 @@
   `…/fail-after-seconds`, falling back to the owning TrainJob's; without either a pod runs until deleted. Setting
   the annotation on the TrainJob later re-plans its pods (a running job can be told to finish).
 - A pod with deletionTimestamp set is removed for good (grace period 0), as a kubelet confirms termination.
+- What a container prints (`kubectl logs`) follows from the container states written here: the API server derives
+  it with `sandbox.container_logs` (training steps with a decreasing loss and the pod's rank; `Completed` last).
+- Node heartbeats (`NodeLeases`): each node's kubelet holds the Lease `kube-node-lease/<node>` (holder = node name,
+  40 s duration, owner = the Node) and renews it every 10 s, spreading the writes so that a large cluster costs at
+  most ~50 writes/s (its leases are then renewed less often). A node whose Ready condition is not True keeps a
+  Lease that is never renewed, as a dead kubelet's.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import heapq
 import logging
@@ -30,6 +37,10 @@ from sandbox.controllers.common import (
 from sandbox.controllers.informer import Informer, object_key
 
 log = logging.getLogger("sandbox.controllers.kubelet")
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_SECONDS = 40
+LEASE_RENEW_SECONDS = 10.0
+MAX_LEASE_WRITES_PER_SECOND = 50.0
 
 
 def _seconds(value: object) -> float | None:
@@ -117,6 +128,80 @@ def finished_status(pod: dict, succeeded: bool) -> dict:
     if not succeeded:
         status["message"] = "sandbox failure injection (sandbox.trainer-portal.io/fail-after-seconds)"
     return status
+
+
+def _micro_now() -> str:
+    """Return the current time as metav1.MicroTime (RFC 3339 with microseconds)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _node_ready(node: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+class NodeLeases:
+    """The kubelets' heartbeats: one Lease per node in kube-node-lease, renewed while the node is Ready."""
+
+    def __init__(self, api_url: str, stop: threading.Event, nodes: Informer):
+        self.client = Client(api_url, user_agent="sandbox-kubelet")
+        self.stop = stop
+        self.nodes = nodes
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the renewal thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="controller-node-leases", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self.nodes.synced.wait(0.5):
+            if self.stop.is_set():
+                return
+        while not self.stop.is_set():
+            nodes = sorted(self.nodes.items(), key=lambda n: meta(n).get("name", ""))
+            period = max(LEASE_RENEW_SECONDS, len(nodes) / MAX_LEASE_WRITES_PER_SECOND)
+            pause = period / max(len(nodes), 1)
+            started = time.monotonic()
+            for node in nodes:
+                if self.stop.is_set():
+                    return
+                try:
+                    self.heartbeat(node)
+                except (ApiError, OSError) as error:
+                    log.info("node lease of %s not renewed: %s", meta(node).get("name"), error)
+                self.stop.wait(pause)
+            self.stop.wait(max(0.0, period - (time.monotonic() - started)))
+
+    def heartbeat(self, node: dict) -> None:
+        """Create the node's Lease if missing; renew it when the node is Ready."""
+        name = meta(node).get("name")
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases/{name}"
+        ready = _node_ready(node)
+        try:
+            if ready:
+                self.client.merge_patch(path, {"spec": {"renewTime": _micro_now()}})
+            else:
+                self.client.get(path)
+            return
+        except ApiError as error:
+            if error.status != 404:
+                raise
+        heartbeat = next((c.get("lastHeartbeatTime") for c in (node.get("status") or {}).get("conditions") or []
+                          if c.get("type") == "Ready"), None)
+        stale = (heartbeat or "2026-01-01T00:00:00Z").replace("Z", ".000000Z")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE,
+                              "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name,
+                                                   "uid": meta(node).get("uid")}]},
+                 "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+                          "renewTime": _micro_now() if ready else stale}}
+        try:
+            self.client.create(path.rsplit("/", 1)[0], lease)
+        except ApiError as error:
+            if error.status != 409:
+                raise
 
 
 class Kubelet:

@@ -1,10 +1,15 @@
-"""Builders and a raw HTTP helper shared by the sandbox API conformance tests (test_api_*.py, test_kubectl.py)."""
+"""Builders and a raw HTTP helper shared by the sandbox API conformance tests (test_api_*.py, test_kubectl*.py)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 
 TRAINER = "trainer.kubeflow.org"
@@ -63,3 +68,21 @@ def raw(url: str, method: str, path: str, body: Any = None, content_type: str = 
         return code, json.loads(payload)
     except ValueError:
         return code, payload.decode()
+
+
+KUBECTL = shutil.which("kubectl")
+Run = Callable[..., subprocess.CompletedProcess]
+
+
+def kubectl_for(kubeconfig: str, home: str) -> Run:
+    """Returns a function running kubectl against a sandbox kubeconfig (fails in CI when kubectl is missing)."""
+    if KUBECTL is None:
+        if os.environ.get("CI"):
+            pytest.fail("kubectl is not installed; CI must provide it (make system-deps)")
+        pytest.skip("kubectl is not on PATH (install the Debian kubectl package or run `make system-deps`)")
+    env = {**os.environ, "KUBECONFIG": kubeconfig, "HOME": home}
+
+    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([KUBECTL, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+    return run

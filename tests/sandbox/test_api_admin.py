@@ -25,7 +25,7 @@ def test_reset_restores_the_start_up_state_and_keeps_resource_versions_increasin
     objects = cluster.dump()["objects"]
     assert "pods" not in objects
     assert [n["metadata"]["name"] for n in objects["namespaces"]] == ["default", "kube-node-lease", "kube-public",
-                                                                      "kube-system"]
+                                                                      "kube-system", "kubeflow-system"]
     assert len(objects["customresourcedefinitions.apiextensions.k8s.io"]) == 3
     created = core.create_namespaced_pod("default", pod("p"))
     assert int(created.metadata.resource_version) > after
