@@ -325,7 +325,7 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         "pod_group_policy.schedule_timeout",
         "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds",
         "error",
-        m("torch", ("spec.podGroupPolicy", {"coscheduling": {"scheduleTimeoutSeconds": 0}})),
+        m("torch", ("spec.podGroupPolicy", {"coscheduling": {"scheduleTimeoutSeconds": -1}})),
         None,
     ),
     (

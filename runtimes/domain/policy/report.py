@@ -50,7 +50,7 @@ RULES: dict[str, str] = {
     "ml_policy.flux.num_proc": "flux.numProcPerNode ≥ 1 (CEL)",
     "pod_group_policy.multiple": "podGroupPolicy sets only one of coscheduling / volcano",
     "pod_group_policy.workload_rejected": "(warning) podGroupPolicy.workload (rejected KEP draft) is not used",
-    "pod_group_policy.schedule_timeout": "coscheduling.scheduleTimeoutSeconds is an integer ≥ 1",
+    "pod_group_policy.schedule_timeout": "coscheduling.scheduleTimeoutSeconds is an integer ≥ 0 (0: the default)",
     "pod_group_policy.volcano_mode": "volcano networkTopology.mode ∈ {hard, soft}",
     "pod_group_policy.volcano_tier": "volcano networkTopology.highestTierAllowed ≥ 1",
     "template.replicated_jobs.required": "template.spec.replicatedJobs is a non-empty list",

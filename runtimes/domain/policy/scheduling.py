@@ -40,11 +40,13 @@ class _SchedulingChecks(_CheckerBase):
             )
         cos = self.mapping(policy, "coscheduling", f"{path}.coscheduling")
         if cos is not None:
+            # 0 means "use the plugin's default" upstream (the CRD has no minimum), so only negatives are refused.
             self.positive_int(
                 cos,
                 "scheduleTimeoutSeconds",
                 f"{path}.coscheduling.scheduleTimeoutSeconds",
                 "pod_group_policy.schedule_timeout",
+                minimum=0,
             )
         volcano = self.mapping(policy, "volcano", f"{path}.volcano")
         topology = self.mapping(volcano, "networkTopology", f"{path}.volcano.networkTopology") if volcano else None
