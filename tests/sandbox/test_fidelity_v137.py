@@ -137,3 +137,12 @@ def test_with_the_gate_on_level_three_claims_reach_the_pod_group_and_every_pod(s
     assert references[0][0]["resourceClaimName"].startswith(group["metadata"]["name"][:20])
     node = next(c for c in pods[0]["spec"]["containers"] if c["name"] == "node")
     assert node["resources"]["claims"] == [{"name": "nvlink"}]
+
+
+def test_a_coscheduling_timeout_of_zero_is_accepted_as_the_default(cluster: SandboxProcess):
+    runtime = demo_runtime("torch_gang_zone.yaml")
+    runtime["metadata"] = {"name": "cosched-zero"}
+    del runtime["spec"]["scheduling"]
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 0}}
+    created = Client(cluster.url).create("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes", runtime)
+    assert created["spec"]["podGroupPolicy"]["coscheduling"]["scheduleTimeoutSeconds"] == 0
