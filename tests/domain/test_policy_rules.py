@@ -1330,8 +1330,8 @@ def test_mixed_priorities_name_the_replicated_jobs_and_the_fix():
     (problem,) = [p for p in validate_runtime(manifest).problems if p.code == "scheduling.priority.mixed"]
     assert "dataset-initializer, model-initializer set none" in problem.message
     assert "node use high" in problem.message and "detected multiple priority configurations" in problem.message
-    for rjob in manifest["spec"]["template"]["spec"]["replicatedJobs"]:
-        rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    for item in manifest["spec"]["template"]["spec"]["replicatedJobs"]:
+        item["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
     assert not [p for p in validate_runtime(manifest).problems if p.code == "scheduling.priority.mixed"]
 
 

@@ -83,7 +83,7 @@ class _SchedulingChecks(_CheckerBase):
         if len(by_class) < 2:
             return
         shown = "; ".join(
-            f"{', '.join(names)} {'set none' if not name else f'use {name}'}" for name, names in sorted(by_class.items())
+            f"{', '.join(names)} {f'use {name}' if name else 'set none'}" for name, names in sorted(by_class.items())
         )
         chosen = max((name for name in by_class if name), key=lambda name: len(by_class[name]))
         self.error(
