@@ -48,6 +48,7 @@ from runtimes.domain.preview import (
 )
 from runtimes.domain.preview import preview_request_parse as _parse
 from runtimes.selectors import policy_get
+from trainer_portal.cluster import selectors as cluster_selectors
 from trainer_portal.placement.engine import PlacementInputError, PlacementRequest, place
 from trainer_portal.placement.quantities import GPU, QuantityError, parse_resource
 from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys, UnknownTopologyKey
@@ -195,7 +196,11 @@ def _raise_manifest_error(error: Any) -> dict:
 
 def _validation_warnings(manifest: dict, request: PreviewRequest) -> list[str]:
     """Return the validator's warnings for an unsaved manifest; raises PreviewInputError for its errors."""
-    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    # The cluster's DRAWorkloadResourceClaims gate (last status check): level-3 claims the cluster would drop are
+    # named in the preview's warnings, as the validator names them.
+    claims_gate = cluster_selectors.scheduling_facts().get("dra_claims_gate")
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite,
+                                                          dra_claims_gate=claims_gate))
     if report.errors:
         raise PreviewInputError([
             {"path": f"manifest.{p.path}" if p.path else "manifest", "message": p.message, "code": p.code}
@@ -432,5 +437,9 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
 
 def _startup_deadlocks(manifest: dict, request: PreviewRequest) -> list[str]:
     """Return the validator's startup-order deadlock messages for `manifest` (decision D8)."""
-    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    # The cluster's DRAWorkloadResourceClaims gate (last status check): level-3 claims the cluster would drop are
+    # named in the preview's warnings, as the validator names them.
+    claims_gate = cluster_selectors.scheduling_facts().get("dra_claims_gate")
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite,
+                                                          dra_claims_gate=claims_gate))
     return [f"{p.path}: {p.message}" for p in report.startup_deadlocks]

@@ -24,7 +24,8 @@ def cluster_status(**kwargs: Any) -> dict[str, Any]:
 
 
 def scheduling_facts() -> dict[str, Any]:
-    """Return what validation follows from the last status check: ``{topology_gate, disruption_mode}``."""
+    """Return what validation follows from the last status check: ``{topology_gate, dra_claims_gate,
+    disruption_mode}``."""
     return status.scheduling_facts()
 
 

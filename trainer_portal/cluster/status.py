@@ -17,6 +17,7 @@ from trainer_portal import kube
 from trainer_portal.kube.client import get_gateway
 
 from .domain.crd_schema import scheduling_schema
+from .gates import probe_dra_claims_gate
 
 PROBE_NAME = "trainer-portal-scheduling-probe"
 # The smallest ClusterTrainingRuntime that uses the v2.4 `spec.scheduling` field (level 1, zone gang).
@@ -90,7 +91,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     checked group/version: served + hint), ``scheduling_versions`` (served), ``crd_scheduling`` ({accepted,
     message, hint}), ``permissions`` (one entry per verb/resource: allowed, reason, hint), ``checked_at``,
     ``elapsed_ms``, and what Trainer v2.4 can silently lose: ``scheduling_support`` ({supported, message, hint}: 1.37
-    APIs served, or only 1.36), ``topology_gate`` ({enabled, message, hint}) and ``crd_schema`` (the CRD's
+    APIs served, or only 1.36), ``topology_gate`` and ``dra_claims_gate`` ({enabled, message, hint}) and ``crd_schema`` (the CRD's
     spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``; None when unreadable). Never
     raises.
     """
@@ -108,6 +109,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
         "crd_scheduling": None,
         "scheduling_support": None,
         "topology_gate": None,
+        "dra_claims_gate": None,
         "crd_schema": None,
         "permissions": [],
         "checked_at": time.time(),
@@ -139,6 +141,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     status["crd_scheduling"] = probe_scheduling_field(gateway)
     status["scheduling_support"] = scheduling_support(status["scheduling_versions"])
     status["topology_gate"] = probe_topology_gate(gateway, status["scheduling_versions"])
+    status["dra_claims_gate"] = probe_dra_claims_gate(gateway, status["scheduling_versions"])
     status["crd_schema"] = probe_crd_schema(gateway)
     save_scheduling_facts(status)
     if include_permissions:
@@ -182,6 +185,7 @@ def save_scheduling_facts(status: dict[str, Any]) -> None:
     schema = status.get("crd_schema") or {}
     facts = {
         "topology_gate": (status.get("topology_gate") or {}).get("enabled"),
+        "dra_claims_gate": (status.get("dra_claims_gate") or {}).get("enabled"),
         "disruption_mode": schema.get("disruption_mode", ""),
         "checked_at": status.get("checked_at"),
     }
@@ -194,16 +198,18 @@ def save_scheduling_facts(status: dict[str, Any]) -> None:
 
 
 def scheduling_facts() -> dict[str, Any]:
-    """Return ``{topology_gate: bool | None, disruption_mode: str}`` from the last status check (unknowns when
-    there was none)."""
+    """Return ``{topology_gate: bool | None, dra_claims_gate: bool | None, disruption_mode: str}`` from the last
+    status check (unknowns when there was none)."""
     try:
         facts = json.loads(_facts_path().read_text())
     except (OSError, ValueError):
         facts = {}
     gate = facts.get("topology_gate") if isinstance(facts, dict) else None
+    claims_gate = facts.get("dra_claims_gate") if isinstance(facts, dict) else None
     mode = facts.get("disruption_mode") if isinstance(facts, dict) else ""
     return {
         "topology_gate": gate if isinstance(gate, bool) else None,
+        "dra_claims_gate": claims_gate if isinstance(claims_gate, bool) else None,
         "disruption_mode": mode if mode in ("union", "string") else "",
     }
 
