@@ -92,7 +92,8 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     message, hint}), ``permissions`` (one entry per verb/resource: allowed, reason, hint), ``checked_at``,
     ``elapsed_ms``, and what Trainer v2.4 can silently lose: ``scheduling_support`` ({supported, message, hint}: 1.37
     APIs served, or only 1.36), ``topology_gate`` and ``dra_claims_gate`` ({enabled, message, hint}) and
-    ``crd_schema`` (the CRD's spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``; None when unreadable). Never
+    ``crd_schema`` (the CRD's spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``;
+    None when unreadable). Never
     raises.
     """
     started = time.monotonic()
