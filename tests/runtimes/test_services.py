@@ -342,7 +342,10 @@ def test_it_imports_the_reference_runtimes_and_they_round_trip(db, alice):
 
     result = policy_services.policies_import(text="---\n".join(texts.values()), author=alice, message="seed")
 
-    assert sorted(result.created) == ['deepspeed-distributed', 'jax-distributed', 'mlx-distributed', 'torch-distributed', 'torch-distributed-with-cache', 'torchtune-llama3.2-1b', 'torchtune-llama3.2-3b', 'torchtune-qwen2.5-1.5b', 'xgboost-distributed']
+    assert sorted(result.created) == [
+        "deepspeed-distributed", "jax-distributed", "mlx-distributed", "torch-distributed",
+        "torch-distributed-with-cache", "torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b",
+        "xgboost-distributed"]
     assert result.updated == result.unchanged == []
     from runtimes.domain.manifest import load_runtime
 
