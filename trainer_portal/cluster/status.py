@@ -93,8 +93,7 @@ def cluster_status(*, gateway: kube.Gateway | None = None, include_permissions: 
     ``elapsed_ms``, and what Trainer v2.4 can silently lose: ``scheduling_support`` ({supported, message, hint}: 1.37
     APIs served, or only 1.36), ``topology_gate`` and ``dra_claims_gate`` ({enabled, message, hint}) and
     ``crd_schema`` (the CRD's spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``;
-    None when unreadable). Never
-    raises.
+    None when unreadable). Never raises.
     """
     started = time.monotonic()
     settings = kube.load_settings()
