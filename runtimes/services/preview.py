@@ -194,6 +194,16 @@ def _raise_manifest_error(error: Any) -> dict:
     raise PreviewInputError([{"path": path, "message": str(error)}])
 
 
+def _cluster_drop_warnings(manifest: dict) -> list[str]:
+    """Return the warnings about what this cluster would drop from a saved policy's objects (level-3 claims while
+    DRAWorkloadResourceClaims is off, per the last status check); [] when nothing or unknown."""
+    claims_gate = cluster_selectors.scheduling_facts().get("dra_claims_gate")
+    if claims_gate is not False:
+        return []
+    report = validate_runtime(manifest, ValidationOptions(dra_claims_gate=False))
+    return [f"{p.path}: {p.message}" for p in report.warnings if p.code == "scheduling.resource_claims.gate_off"]
+
+
 def _validation_warnings(manifest: dict, request: PreviewRequest) -> list[str]:
     """Return the validator's warnings for an unsaved manifest; raises PreviewInputError for its errors."""
     # The cluster's DRAWorkloadResourceClaims gate (last status check): level-3 claims the cluster would drop are
@@ -353,7 +363,8 @@ def preview_policy(*, name: str, request: PreviewRequest, snapshot: ClusterSnaps
     previewed.
     """
     policy = policy_get(name=name)
-    return _preview(policy.manifest, request, policy_name=policy.name, saved=True, warnings=[], snapshot=snapshot)
+    return _preview(policy.manifest, request, policy_name=policy.name, saved=True,
+                    warnings=_cluster_drop_warnings(policy.manifest), snapshot=snapshot)
 
 
 def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: ClusterSnapshot | None = None) -> dict:

@@ -68,6 +68,23 @@ def test_with_the_gate_off_the_validator_and_the_preview_warn_that_claims_will_b
     assert any("will be dropped on this cluster" in warning for warning in answer.json()["warnings"])
 
 
+def test_the_preview_of_a_saved_policy_warns_too(sandbox_with, alice):
+    from runtimes.choices import RevisionSource
+
+    manifest = with_scheduling("torch", node_l3({"resourceClaims": CLAIMS}))
+    services.policy_create(manifest=manifest, author=alice, source=RevisionSource.API)
+    api = APIClient()
+    api.force_authenticate(alice)
+    path = f"/api/v1/runtimes/{manifest['metadata']['name']}/preview/"
+    before = api.post(path, {"numNodes": 1}, format="json")
+    assert before.status_code == 200, before.content
+    assert not any("will be dropped" in w for w in before.json()["warnings"])
+    status.cluster_status(gateway=sandbox_with(), include_permissions=False)
+
+    after = api.post(path, {"numNodes": 1}, format="json").json()
+    assert any("will be dropped on this cluster" in w for w in after["warnings"])
+
+
 def test_the_status_api_declares_and_returns_the_claims_gate(sandbox_with, alice):
     sandbox_with()
     api = APIClient()
