@@ -322,6 +322,8 @@ def trainjob_detail(*, user, namespace: str, name: str, cluster: str | None = No
 
 
 MAX_OCCUPANTS = 5_000
+# Waiting reasons that no placement can change (the runtime is missing, the API server refused the objects).
+NOT_PLACEMENT_REASONS = ("TrainingRuntimeNotFound", "TrainJobResourcesCreationFailed")
 
 
 def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
@@ -330,6 +332,9 @@ def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
     (``otherNodes``), never named."""
     if job.state not in states.WAITING_STATES or job.gone_at is not None:
         return None
+    if job.reason in NOT_PLACEMENT_REASONS:
+        # Capacity is not why it waits: never "fits now" for a job the controller cannot create.
+        return explain.unavailable(f"capacity is not why this job waits: {job.message}").to_dict()
     live = live if live is not None else _live_snapshot_of(job)
     if live is None:
         return explain.unavailable("no live cluster snapshot yet: the cluster watcher has not saved one").to_dict()

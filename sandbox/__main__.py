@@ -107,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"sandbox: controllers need sandbox.controllers.start_controllers ({exc}); "
                              f"use --no-controllers to serve the API only")
         start_controllers(server.url, kube_version=args.kube_version, stop=stop)
-    off = ", ".join(f"{name}=false" for name, on in sorted(registry.gates.items()) if not on)
+    # Only the gates set away from their defaults (DRAWorkloadResourceClaims is off by default, as in 1.37).
+    changed = ", ".join(f"{name}={'true' if on else 'false'}" for name, on in sorted(registry.gates.items())
+                        if on != DEFAULT_GATES.get(name))
     print(f"sandbox ready at {server.url} (kube {args.kube_version}, {len(nodes)} nodes, "
-          f"kubeconfig {args.kubeconfig}, trainer CRDs {args.trainer_crd}{', gates ' + off if off else ''})",
+          f"kubeconfig {args.kubeconfig}, trainer CRDs {args.trainer_crd}{', gates ' + changed if changed else ''})",
           flush=True)
     stop.wait()
     server.shutdown_all()

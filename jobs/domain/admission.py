@@ -18,7 +18,9 @@ Like Kueue's ``workload.Status()``, the first rule that holds decides, so exactl
    terminal and does not track evictions); running once the members run
 8. ``unschedulable`` a PodGroup's scheduled condition is False (``Unschedulable``, ``SchedulerError``)
 9. ``gang-pending``  PodGroups exist, members not (all) bound yet
-10. ``waiting-for-objects`` no Workload / PodGroups yet, or pods name a PodGroup that does not exist yet
+10. ``waiting-for-objects`` no Workload / PodGroups yet, or pods name a PodGroup that does not exist yet; when the
+   Trainer controller's Warning Event says why (``TrainJobResourcesCreationFailed``), that is the reason:
+   ``TrainingRuntimeNotFound`` naming the runtime, or the API server's refusal (e.g. mixed priorities)
 
 Malformed input never raises: it yields ``unknown`` with a reason.
 """
@@ -34,6 +36,12 @@ from . import signals as sig
 from . import states as st
 
 UNSCHEDULABLE_REASONS = ("Unschedulable", "SchedulerError")
+# The Trainer controller records a failed reconcile as this Warning Event (trainjob_controller.go); a missing
+# runtime is one (core/clustertrainingruntime.go, core/trainingruntime.go phrase it so).
+RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
+_RUNTIME_NOT_FOUND_TEXT = ("not found ClusterTrainingRuntime specified in TrainJob",
+                           "TrainingRuntime specified in TrainJob is not found")
 _JOB_TEMPLATE = re.compile(r"^(?P<rjob>.+)-(?P<index>\d+)$")
 
 
@@ -173,25 +181,25 @@ def _plural(count: int, word: str) -> str:
 def admission_of(trainjob: dict, workload: dict | None = None, pod_groups: Iterable[dict] = (),
                  pods: Iterable[dict] = (), kueue_workload: dict | None = None, *,
                  workloads: Iterable[dict] | None = None, missing_pod_groups: Iterable[str] = (),
-                 problems: Iterable[tuple[str, str]] = ()) -> Admission:
+                 problems: Iterable[tuple[str, str]] = (), events: Iterable[dict] = ()) -> Admission:
     """Return the Admission of ``trainjob`` from its linked objects (see the module docstring for the order).
 
     ``workload`` is the scheduling.k8s.io Workload (``workloads`` when there are several), ``pod_groups`` and
     ``pods`` the linked PodGroups and Pods, ``kueue_workload`` the Kueue Workload when Kueue manages the job.
     ``missing_pod_groups`` are PodGroup names pods refer to that do not exist; ``problems`` are (code, message)
-    pairs found while linking. Never raises.
+    pairs found while linking; ``events`` the Events of the job and its objects (newest first). Never raises.
     """
     try:
         return _admission(trainjob, workload, list(pod_groups), list(pods), kueue_workload,
                           list(workloads) if workloads is not None else None, list(missing_pod_groups),
-                          list(problems))
+                          list(problems), list(events))
     except Exception as error:  # a tracker must survive any object a cluster can hold
         return Admission(st.UNKNOWN, "Malformed", f"the objects of this TrainJob could not be read ({error!r})")
 
 
 def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], pods: list[dict],
                kueue_workload: dict | None, workloads: list[dict] | None, missing: list[str],
-               problems: list[tuple[str, str]]) -> Admission:
+               problems: list[tuple[str, str]], events: list[dict] | None = None) -> Admission:
     if workloads is None:
         workloads = [workload] if workload else []
     facts = sig.trainjob_facts(trainjob)
@@ -342,12 +350,34 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
             return result(st.UNSCHEDULABLE, "Unschedulable", f"{bound:,} / {len(live_pods):,} pods bound: {blocked}")
         return result(st.GANG_PENDING, "PodsPending", f"{bound:,} / {len(live_pods):,} pods bound (not "
                       "gang-scheduled)")
+    failure = _reconcile_failure(facts, events or [])
+    if failure is not None and not live_pods:
+        return result(st.WAITING_FOR_OBJECTS, *failure)
     return result(st.WAITING_FOR_OBJECTS, "NoSchedulingObjects", "no Workload or PodGroups yet: the Trainer "
                   "controller has not created the job's scheduling objects")
+
+
+def _reconcile_failure(facts: sig.TrainJobFacts, events: list[dict]) -> tuple[str, str] | None:
+    """Return (reason, message) from the newest Warning Event of the Trainer controller failing to create this
+    TrainJob's objects, or None. A missing runtime is ``TrainingRuntimeNotFound`` with a message naming it."""
+    for event in events:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        if sig.as_str(involved.get("uid")) not in ("", facts.uid) or sig.as_str(involved.get("kind")) != "TrainJob":
+            continue
+        reason = sig.as_str(event.get("reason"))
+        message = sig.as_str(event.get("message") or event.get("note"))
+        if reason == RUNTIME_NOT_FOUND or (reason == RESOURCES_CREATION_FAILED and
+                                           any(text in message for text in _RUNTIME_NOT_FOUND_TEXT)):
+            return RUNTIME_NOT_FOUND, (f"{facts.runtime_kind} {facts.runtime_name!r} does not exist: the Trainer "
+                                       "controller creates nothing until it does (sync the policy, or fix "
+                                       "spec.runtimeRef)")
+        if reason == RESOURCES_CREATION_FAILED:
+            return RESOURCES_CREATION_FAILED, message or "the Trainer controller could not create the job's objects"
+    return None
 
 
 def admission_of_tree(tree) -> Admission:
     """Return the Admission of an ``ownership.JobTree`` (see :func:`admission_of`)."""
     return admission_of(tree.trainjob, None, tree.pod_groups, tree.pods,
                         tree.kueue_workloads[0] if tree.kueue_workloads else None, workloads=tree.workloads,
-                        missing_pod_groups=tree.missing_pod_groups, problems=tree.problems)
+                        missing_pod_groups=tree.missing_pod_groups, problems=tree.problems, events=tree.events)

@@ -78,6 +78,7 @@ TRAINER_RJOB_NAME_CHANGE = "kubeflow/trainer#4394"
 
 # Kubernetes feature gates the v2.4 scheduling API depends on.
 GATE_TOPOLOGY = "TopologyAwareWorkloadScheduling"
+GATE_DRA_CLAIMS = "DRAWorkloadResourceClaims"
 GATE_TRAINER_SCHEDULING = "TrainJobWorkloadAwareScheduling"
 GATE_TRAINER_COMPOSITE = "TrainJobCompositePodGroup"
 # Composite (gang-of-gangs) PodGroups are planned for the KEP's "Alpha 2", after Trainer v2.4.0.

@@ -93,6 +93,7 @@ def validation_options() -> ValidationOptions:
         known_topology_keys=defaults.known_topology_keys,
         disruption_mode_form=facts["disruption_mode"],
         topology_gate=facts["topology_gate"],
+        dra_claims_gate=facts.get("dra_claims_gate"),
     )
 
 

@@ -48,6 +48,7 @@ from runtimes.domain.preview import (
 )
 from runtimes.domain.preview import preview_request_parse as _parse
 from runtimes.selectors import policy_get
+from trainer_portal.cluster import selectors as cluster_selectors
 from trainer_portal.placement.engine import PlacementInputError, PlacementRequest, place
 from trainer_portal.placement.quantities import GPU, QuantityError, parse_resource
 from trainer_portal.placement.snapshot import ClusterSnapshot, TopologyKeys, UnknownTopologyKey
@@ -200,9 +201,24 @@ def _raise_manifest_error(error: Any) -> dict:
     raise PreviewInputError([{"path": path, "message": str(error)}])
 
 
-def _validation_warnings(manifest: dict, request: PreviewRequest) -> list[str]:
-    """Return the validator's warnings for an unsaved manifest; raises PreviewInputError for its errors."""
-    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+def _cluster_drop_warnings(manifest: dict, cluster: str | None = None) -> list[str]:
+    """Return the warnings about what ``cluster`` (the default when None) would drop from a saved policy's objects
+    (level-3 claims while DRAWorkloadResourceClaims is off, per its last status check); [] when nothing or unknown."""
+    claims_gate = cluster_selectors.scheduling_facts(cluster).get("dra_claims_gate")
+    if claims_gate is not False:
+        return []
+    report = validate_runtime(manifest, ValidationOptions(dra_claims_gate=False))
+    return [f"{p.path}: {p.message}" for p in report.warnings if p.code == "scheduling.resource_claims.gate_off"]
+
+
+def _validation_warnings(manifest: dict, request: PreviewRequest, cluster: str | None = None) -> list[str]:
+    """Return the validator's warnings for an unsaved manifest (against ``cluster``'s facts, the default's when
+    None); raises PreviewInputError for its errors."""
+    # The cluster's DRAWorkloadResourceClaims gate (last status check): level-3 claims the cluster would drop are
+    # named in the preview's warnings, as the validator names them.
+    claims_gate = cluster_selectors.scheduling_facts(cluster).get("dra_claims_gate")
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite,
+                                                          dra_claims_gate=claims_gate))
     if report.errors:
         raise PreviewInputError([
             {"path": f"manifest.{p.path}" if p.path else "manifest", "message": p.message, "code": p.code}
@@ -357,8 +373,8 @@ def preview_policy(*, name: str, request: PreviewRequest, snapshot: ClusterSnaps
     no such policy, PreviewInputError when the request cannot be previewed.
     """
     policy = policy_get(name=name)
-    return _preview(policy.manifest, request, policy_name=policy.name, saved=True, warnings=[], snapshot=snapshot,
-                    cluster=cluster)
+    return _preview(policy.manifest, request, policy_name=policy.name, saved=True,
+                    warnings=_cluster_drop_warnings(policy.manifest, cluster), snapshot=snapshot, cluster=cluster)
 
 
 def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: ClusterSnapshot | None = None,
@@ -369,7 +385,7 @@ def preview_manifest(*, manifest: object, request: PreviewRequest, snapshot: Clu
     its warnings are returned in the result. Nothing is saved. `snapshot` as for `preview_policy`.
     """
     runtime = _manifest_object(manifest)
-    warnings = _validation_warnings(runtime, request)
+    warnings = _validation_warnings(runtime, request, cluster)
     metadata = runtime.get("metadata") if isinstance(runtime.get("metadata"), dict) else {}
     name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
     return _preview(runtime, request, policy_name=name, saved=False, warnings=warnings, snapshot=snapshot,
@@ -444,5 +460,9 @@ def _preview(manifest: dict, request: PreviewRequest, *, policy_name: str, saved
 
 def _startup_deadlocks(manifest: dict, request: PreviewRequest) -> list[str]:
     """Return the validator's startup-order deadlock messages for `manifest` (decision D8)."""
-    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite))
+    # The cluster's DRAWorkloadResourceClaims gate (last status check): level-3 claims the cluster would drop are
+    # named in the preview's warnings, as the validator names them.
+    claims_gate = cluster_selectors.scheduling_facts().get("dra_claims_gate")
+    report = validate_runtime(manifest, ValidationOptions(composite_enabled=request.composite,
+                                                          dra_claims_gate=claims_gate))
     return [f"{p.path}: {p.message}" for p in report.startup_deadlocks]

@@ -1,4 +1,5 @@
-"""JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch for built-in kinds.
+"""JSON merge patch (RFC 7386), JSON patch (RFC 6902, by the `jsonpatch` library) and strategic merge patch for
+built-in kinds.
 
 Every function returns a new object and leaves its inputs untouched; bad patches raise `PatchError`
 (the server answers 422 for failed JSON patch tests/paths and 400 for malformed bodies, like the apiserver).
@@ -9,6 +10,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from typing import Any
+
+import jsonpatch
+import jsonpointer
 
 ListTypeOf = Callable[[str], tuple[str, tuple[str, ...]]]
 
@@ -34,108 +38,35 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}: must start with '/'", 422)
-    return [_unescape(t) for t in path[1:].split("/")]
-
-
-def _resolve(doc: Any, tokens: list[str], path: str) -> Any:
-    node = doc
-    for token in tokens:
-        if isinstance(node, dict):
-            if token not in node:
-                raise PatchError(f"doc is missing path: {path!r}: missing value")
-            node = node[token]
-        elif isinstance(node, list):
-            try:
-                node = node[int(token)]
-            except (ValueError, IndexError):
-                raise PatchError(f"unable to access invalid index: {token} in path {path!r}")
-        else:
-            raise PatchError(f"doc is missing path: {path!r}: missing value")
-    return node
-
-
-def _add(doc: Any, tokens: list[str], value: Any, path: str, replace: bool = False) -> Any:
-    if not tokens:
-        return value
-    parent = _resolve(doc, tokens[:-1], path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if replace and last not in parent:
-            raise PatchError(f"replace operation does not apply: doc is missing key: {path}: missing value")
-        parent[last] = value
-    elif isinstance(parent, list):
-        if last == "-":
-            parent.append(value)
-        else:
-            try:
-                index = int(last)
-            except ValueError:
-                raise PatchError(f"invalid array index {last!r} in path {path!r}")
-            if index < 0 or index > len(parent) or (replace and index == len(parent)):
-                raise PatchError(f"unable to access invalid index: {index} in path {path!r}")
-            if replace:
-                parent[index] = value
-            else:
-                parent.insert(index, value)
-    else:
-        raise PatchError(f"doc is missing path: {path!r}: missing value")
-    return doc
-
-
-def _remove(doc: Any, tokens: list[str], path: str) -> Any:
-    if not tokens:
-        raise PatchError("cannot remove the whole document")
-    parent = _resolve(doc, tokens[:-1], path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise PatchError(f"remove operation does not apply: doc is missing path: {path!r}: missing value")
-        return parent.pop(last)
-    if isinstance(parent, list):
-        try:
-            return parent.pop(int(last))
-        except (ValueError, IndexError):
-            raise PatchError(f"unable to access invalid index: {last} in path {path!r}")
-    raise PatchError(f"doc is missing path: {path!r}: missing value")
+_OPERATIONS = ("add", "remove", "replace", "move", "copy", "test")
 
 
 def json_patch(target: Any, operations: Any) -> Any:
-    """Returns target with an RFC 6902 JSON patch applied. Raises PatchError (422) on a failing operation."""
+    """Returns target with an RFC 6902 JSON patch applied, by the `jsonpatch` library.
+
+    Raises PatchError: 400 for a malformed patch (not a list, an operation without `op`/`path`, an unknown `op`),
+    422 for an operation that does not apply (a missing path, a failed `test`), worded like kube-apiserver's
+    (evanphx/json-patch) messages.
+    """
     if not isinstance(operations, list):
         raise PatchError("a JSON patch must be a list of operations", 400)
     doc = copy.deepcopy(target)
     for op in operations:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
             raise PatchError(f"invalid JSON patch operation {op!r}: needs 'op' and 'path'", 400)
-        path = op["path"]
-        tokens = _pointer(path)
-        kind = op["op"]
-        if kind == "add":
-            doc = _add(doc, tokens, copy.deepcopy(op.get("value")), path)
-        elif kind == "remove":
-            _remove(doc, tokens, path)
-        elif kind == "replace":
-            doc = _add(doc, tokens, copy.deepcopy(op.get("value")), path, replace=True)
-        elif kind in ("move", "copy"):
-            source = op.get("from", "")
-            value = _resolve(doc, _pointer(source), source)
-            if kind == "move":
-                _remove(doc, _pointer(source), source)
-            doc = _add(doc, tokens, copy.deepcopy(value), path)
-        elif kind == "test":
-            if _resolve(doc, tokens, path) != op.get("value"):
-                raise PatchError(f"testing value {path} failed")
-        else:
+        kind, path = op["op"], op["path"]
+        if kind not in _OPERATIONS:
             raise PatchError(f"Unexpected kind: {kind}", 400)
+        # One operation at a time, so a failure names the path that failed.
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            raise PatchError(f"testing value {path} failed") from None
+        except jsonpatch.InvalidJsonPatch as error:
+            raise PatchError(f"invalid JSON patch operation {op!r}: {error}", 400) from None
+        except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
+            raise PatchError(f"{kind} operation does not apply: doc is missing path: {path!r}: missing value") \
+                from None
     return doc
 
 

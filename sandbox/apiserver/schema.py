@@ -4,9 +4,9 @@ The apiserver order is kept: prune unknown fields → apply `default`s → valid
 `metav1.StatusCause`-shaped dicts (`reason`, `message`, `field`) with the apiserver's wording, e.g.
 `spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNodes in body should be greater than or equal to 0`.
 
-CEL: there is no CEL interpreter. `x-kubernetes-validations` rules are looked up by their exact text in
-`CEL_RULES` (the rules of the shipped CRDs and of the v2.4 overlay, see docs/sandbox.md); a rule the table does
-not know is skipped and reported through `unknown_rules`.
+CEL: `x-kubernetes-validations` rules (`rule`, `messageExpression`, `fieldPath`, `reason`, transition rules with
+`oldSelf`) are evaluated by a CEL interpreter (`cel.py`, cel-python); a rule that does not compile is skipped and
+reported through `unknown_rules`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
+
+from sandbox.apiserver import cel
 
 Cause = dict[str, str]
 _MISSING = object()
@@ -24,105 +25,8 @@ _MISSING = object()
 # Rules that need the old value (transition rules) only run on update, like in the apiserver.
 _TRANSITION_MARK = "oldSelf"
 
-
-def _has(obj: Any, name: str) -> bool:
-    return isinstance(obj, dict) and obj.get(name) is not None
-
-
-def _matches(value: Any, pattern: str) -> bool:
-    return isinstance(value, str) and re.search(pattern, value) is not None
-
-
-def _target_sets_disjoint(scheduling: dict[str, Any]) -> bool:
-    entries = scheduling.get("replicatedJobs") or []
-    return all(
-        sum(1 for other in entries
-            if set(other.get("targetReplicatedJobs") or ()) & set(entry.get("targetReplicatedJobs") or ())) == 1
-        for entry in entries
-    )
-
-
-_LEVEL_1_FIELDS = ("schedulingPolicy", "schedulingConstraints", "disruptionMode")
-_EVERY_RJOB_TARGETED = (
-    "!has(self.scheduling) || !has(self.scheduling.replicatedJobs) || has(self.scheduling.schedulingPolicy) || "
-    "has(self.scheduling.schedulingConstraints) || has(self.scheduling.disruptionMode) || "
-    "self.template.spec.replicatedJobs.all(rj, self.scheduling.replicatedJobs.filter(e, rj.name in "
-    "e.targetReplicatedJobs).size() == 1)")
-
-
-def _mistargeted(spec: dict[str, Any]) -> list[str]:
-    """Returns the template's ReplicatedJob names not targeted by exactly one scheduling.replicatedJobs entry (none
-    when the rule does not apply: no scheduling.replicatedJobs, or a level-1 field is set)."""
-    scheduling = spec.get("scheduling")
-    if not isinstance(scheduling, dict) or scheduling.get("replicatedJobs") is None \
-            or any(_has(scheduling, f) for f in _LEVEL_1_FIELDS):
-        return []
-    entries = scheduling["replicatedJobs"] or []
-    rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
-    return [rj.get("name", "") for rj in rjobs
-            if sum(1 for e in entries if rj.get("name") in (e.get("targetReplicatedJobs") or ())) != 1]
-
-
-# Rule text → predicate(self, oldSelf) returning True when valid.
-CEL_RULES: dict[str, Callable[[Any, Any], bool]] = {
-    "self == oldSelf": lambda s, o: s == o,
-    "self >= 1": lambda s, o: isinstance(s, int | float) and s >= 1,
-    "!self.exists(c, c == 'node')": lambda s, o: "node" not in (s or []),
-    "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')":
-        lambda s, o: s == "" or _matches(s, r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"),
-    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']":
-        lambda s, o: s in ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"),
-    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')":
-        lambda s, o: _matches((s.get("metadata") or {}).get("name", ""), r"^[a-z]([-a-z0-9]*[a-z0-9])?$"),
-    "size(self.metadata.name) <= 63": lambda s, o: len((s.get("metadata") or {}).get("name", "")) <= 63,
-    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1":
-        lambda s, o: sum(_has(s, k) for k in ("torch", "mpi", "jax", "xgboost", "flux")) <= 1,
-    "has(self.lastUpdatedTime)": lambda s, o: _has(s, "lastUpdatedTime"),
-    "self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)":
-        lambda s, o: all(not (t.get("metadata") or {}).get("namespace") for t in (s.get("templates") or [])),
-    "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
-    "self.replicatedJobs.exists(x, has(x.dependsOn)))":
-        lambda s, o: not (_has(s, "startupPolicy") and s["startupPolicy"].get("startupPolicyOrder") == "InOrder"
-                          and any(_has(x, "dependsOn") for x in (s.get("replicatedJobs") or []))),
-    # v2.4 spec.scheduling overlay (sandbox/crds/overlay-v2.4-scheduling.yaml, KEP-3015 §API).
-    "!has(self.gang) || !has(self.gang.minCount)": lambda s, o: not (_has(s, "gang") and _has(s["gang"], "minCount")),
-    "!(has(self.scheduling) && has(self.podGroupPolicy))":
-        lambda s, o: not (_has(s, "scheduling") and _has(s, "podGroupPolicy")),
-    "!has(self.replicatedJobs) || self.replicatedJobs.all(e, self.replicatedJobs.filter(o, "
-    "sets.intersects(o.targetReplicatedJobs, e.targetReplicatedJobs)).size() == 1)":
-        lambda s, o: _target_sets_disjoint(s),
-    "has(self.basic) != has(self.gang)": lambda s, o: _has(s, "basic") != _has(s, "gang"),
-    "has(self.single) != has(self.all)": lambda s, o: _has(s, "single") != _has(s, "all"),
-    # v2.4.0: ReplicatedJob names in runtimes are at most 20 characters (#4394).
-    "size(self.name) <= 20": lambda s, o: len(s.get("name") or "") <= 20,
-    # v2.4.0 (KEP-3015): with replicatedJobs and no level-1 field, every ReplicatedJob is targeted exactly once.
-    _EVERY_RJOB_TARGETED: lambda s, o: not _mistargeted(s),
-}
-
-# messageExpression text → function of self returning the message.
-CEL_MESSAGES: dict[str, Callable[[Any], str]] = {
-    "'ReplicatedJob name ' + self.name + ' is ' + string(size(self.name)) + ' characters; ReplicatedJob names in "
-    "runtimes must be at most 20 characters'":
-        lambda s: f"ReplicatedJob name {s['name']} is {len(s['name'])} characters; ReplicatedJob names in runtimes "
-                  f"must be at most 20 characters",
-    "'when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime template must be "
-    "targeted by exactly one entry; not targeted exactly once: ' + self.template.spec.replicatedJobs.filter(rj, "
-    "self.scheduling.replicatedJobs.filter(e, rj.name in e.targetReplicatedJobs).size() != 1).map(rj, rj.name)"
-    ".join(', ')":
-        lambda s: "when replicatedJobs is set and no level 1 field is set, every ReplicatedJob in the runtime "
-                  "template must be targeted by exactly one entry; not targeted exactly once: "
-                  + ", ".join(_mistargeted(s)),
-}
-
+# Rule texts that did not compile (kube-apiserver refuses such a CRD; the sandbox skips the rule and lists it here).
 unknown_rules: set[str] = set()
-
-
-def _normalize_rule(rule: str) -> str:
-    return " ".join(rule.split())
-
-
-_RULES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_RULES.items()}
-_MESSAGES_NORMALIZED = {_normalize_rule(k): v for k, v in CEL_MESSAGES.items()}
 
 
 def _fmt(value: Any) -> str:
@@ -445,22 +349,19 @@ def _validate_object(schema: dict[str, Any], value: dict[str, Any], old: Any, pa
 def _validate_rules(schema: dict[str, Any], value: Any, old: Any, path: str, causes: list[Cause]) -> None:
     for rule in schema.get("x-kubernetes-validations") or ():
         text = rule.get("rule", "")
-        predicate = _RULES_NORMALIZED.get(_normalize_rule(text))
-        if predicate is None:
-            unknown_rules.add(text)
+        if not isinstance(text, str) or not cel.compiles(text):
+            unknown_rules.add(str(text))
             continue
-        if _TRANSITION_MARK in text and (old is _MISSING or rule.get("optionalOldSelf")):
+        transition = _TRANSITION_MARK in text
+        if transition and (old is _MISSING or rule.get("optionalOldSelf")):
             continue
-        try:
-            ok = predicate(value, None if old is _MISSING else old)
-        except (AttributeError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            field = path
-            if rule.get("fieldPath"):
-                field = path + rule["fieldPath"] if rule["fieldPath"].startswith(".") else rule["fieldPath"]
-            expression = _MESSAGES_NORMALIZED.get(_normalize_rule(rule.get("messageExpression") or ""))
-            message = (expression(value) if expression is not None else None) or rule.get("message") \
-                or f"failed rule: {text}"
-            causes.append(_cause(rule.get("reason", "FieldValueInvalid"), field or "<root>",
-                                 f"Invalid value: \"{_type_name(value)}\": {message}"))
+        if cel.holds(text, value, None if old is _MISSING else old, with_old=transition):
+            continue
+        field = path
+        if rule.get("fieldPath"):
+            field = path + rule["fieldPath"] if rule["fieldPath"].startswith(".") else rule["fieldPath"]
+        expression = rule.get("messageExpression")
+        message = (cel.message(expression, value) if isinstance(expression, str) and expression else None) \
+            or rule.get("message") or f"failed rule: {text}"
+        causes.append(_cause(rule.get("reason", "FieldValueInvalid"), field or "<root>",
+                             f"Invalid value: \"{_type_name(value)}\": {message}"))

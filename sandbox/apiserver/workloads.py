@@ -16,9 +16,10 @@ most 4, exactly one of `resourceClaimName`/`resourceClaimTemplateName`; `priorit
 priority; `controllerRef`/the PodGroup's template reference immutable.
 
 `prepare` is the strategy's PrepareForCreate/PrepareForUpdate: defaults, the `scheduling.k8s.io/podgroup-protection`
-finalizer on new (leaf) PodGroups of a 1.37 cluster, and dropping `schedulingConstraints` while the
-`TopologyAwareWorkloadScheduling` gate is off (unless the stored object already uses them), as a real apiserver
-does with an alpha field whose gate is disabled.
+finalizer on new (leaf) PodGroups of a 1.37 cluster, dropping `schedulingConstraints` while the
+`TopologyAwareWorkloadScheduling` gate is off and `resourceClaims` while the `DRAWorkloadResourceClaims` gate is off
+(beta, off by default in 1.37; `--gate DRAWorkloadResourceClaims=true` turns it on), unless the stored object
+already uses them, as a real apiserver does with a field whose gate is disabled.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ KEYS = (WORKLOADS, PODGROUPS)
 
 PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 TOPOLOGY_GATE = "TopologyAwareWorkloadScheduling"
-DEFAULT_GATES = {TOPOLOGY_GATE: True}
+# Beta and off by default in 1.37 (dropDisabledDRAWorkloadResourceClaimsFields): claims vanish without an error.
+DRA_CLAIMS_GATE = "DRAWorkloadResourceClaims"
+DEFAULT_GATES = {TOPOLOGY_GATE: True, DRA_CLAIMS_GATE: False}
 
 MAX_POD_GROUP_TEMPLATES = 8
 MAX_RESOURCE_CLAIMS = 4
@@ -99,6 +102,8 @@ def prepare(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, g
     alpha2 = rt.version == "v1alpha2"
     if not gates.get(TOPOLOGY_GATE, True):
         _drop_disabled_constraints(rt, spec, (old or {}).get("spec"))
+    if not gates.get(DRA_CLAIMS_GATE, False):
+        _drop_disabled_claims(rt, spec, (old or {}).get("spec"))
     if rt.key == WORKLOADS and not (old or {}).get("spec", {}).get("compositePodGroupTemplates"):
         # The CompositePodGroup gate (alpha) is off, as the sandbox serves no v1alpha3: the field is dropped.
         spec.pop("compositePodGroupTemplates", None)
@@ -124,6 +129,20 @@ def _drop_disabled_constraints(rt: ResourceType, spec: dict[str, Any], old_spec:
     for template in spec.get("podGroupTemplates") or ():
         if isinstance(template, dict):
             template.pop("schedulingConstraints", None)
+
+
+def _drop_disabled_claims(rt: ResourceType, spec: dict[str, Any], old_spec: Any) -> None:
+    """Drops `resourceClaims` (DRAWorkloadResourceClaims off) unless the stored object already has them."""
+    if rt.key == PODGROUPS:
+        if not (isinstance(old_spec, dict) and old_spec.get("resourceClaims")):
+            spec.pop("resourceClaims", None)
+        return
+    old_templates = old_spec.get("podGroupTemplates") if isinstance(old_spec, dict) else None
+    if any(isinstance(t, dict) and t.get("resourceClaims") for t in old_templates or ()):
+        return
+    for template in spec.get("podGroupTemplates") or ():
+        if isinstance(template, dict):
+            template.pop("resourceClaims", None)
 
 
 # -- validation ---------------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class GroupPlan:
     job_index: int | None  # level 3: the Job (replica) index
     pods: int
     topology_key: str | None
-    raw: dict  # the authoring fields (schedulingPolicy, schedulingConstraints, disruptionMode)
+    raw: dict  # the authoring fields (schedulingPolicy, schedulingConstraints, disruptionMode; level 3 resourceClaims)
     priority_class_name: str | None
 
 
@@ -155,7 +155,25 @@ def _group_spec(group: GroupPlan, flavour: KubeFlavour) -> dict:
             spec["disruptionMode"] = {mode: {}}
     if group.priority_class_name:
         spec["priorityClassName"] = group.priority_class_name
+    claims = group.raw.get("resourceClaims")
+    if claims:
+        spec["resourceClaims"] = [dict(claim) for claim in claims if isinstance(claim, dict)]
     return spec
+
+
+def pod_claims(pod_group: dict | None) -> list[dict]:
+    """Return the pod's `spec.resourceClaims` for the claims the created `pod_group` kept (none when the API server
+    dropped them, as it does while DRAWorkloadResourceClaims is off): every pod of the group shares each claim, by
+    its `resourceClaimName` or, for a template, by the claim generated for the group (`<podgroup>-<claim>`)."""
+    claims = ((pod_group or {}).get("spec") or {}).get("resourceClaims") or []
+    shared = []
+    for claim in claims:
+        if not isinstance(claim, dict) or not claim.get("name"):
+            continue
+        source = claim.get("resourceClaimName") or _join(f"{meta(pod_group)['name']}-{claim['name']}"[:MAX_NAME - 7],
+                                                        salted_hash(meta(pod_group)["name"], claim["name"], length=5))
+        shared.append({"name": claim["name"], "resourceClaimName": source})
+    return shared
 
 
 def _disruption_mode(value: object) -> str | None:
@@ -372,7 +390,8 @@ def plan_for(runtime: dict, trainjob: dict, incarnation: str = "") -> Plan:
             raise PlanError(f"{where}.job needs exactly one targetReplicatedJobs name and no schedulingPolicy, "
                             f"schedulingConstraints or disruptionMode on the entry itself")
         job_fields = _dict(entry["job"], f"{where}.job")
-        fields = {k: job_fields[k] for k in LEVEL_ONE_FIELDS if job_fields.get(k) is not None}
+        # Level 3 also carries resourceClaims: copied into each per-Job PodGroup and shared by its pods.
+        fields = {k: job_fields[k] for k in (*LEVEL_ONE_FIELDS, "resourceClaims") if job_fields.get(k) is not None}
         for job_index in range(by_name[targets[0]].replicas):
             shapes.append((_template_name([targets[0], str(job_index)]), 3, (targets[0],), job_index, fields))
     if entries:

@@ -22,8 +22,9 @@ _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 class PlacementAttempt:
     """The verdict of one placement attempt.
 
-    `fits`: every pod got a node; `assignments`: pod name -> node name (empty unless fits); `message`: a
-    kube-scheduler/Kueue style explanation; `domain`: the chosen topology domain value (None without a key or
+    `fits`: every pod got a node; `assignments`: pod name -> node name (empty unless fits); `message`: on failure
+    kube-scheduler's FitError text ("0/64 nodes are available: 21 Insufficient nvidia.com/gpu, …."), with the
+    gang's all-or-nothing verdict as one more reason; `domain`: the chosen topology domain value (None without a key or
     when nothing fits); `best_domain` / `best_count`: the domain that held the most pods and how many.
     """
 
@@ -124,35 +125,30 @@ def _plural(count: int, singular: str, plural: str) -> str:
     return singular if count == 1 else plural
 
 
-def _exclusion_text(exclusions: dict[str, int]) -> str:
-    """Render exclusion counts in a fixed order, e.g. '2 nodes are cordoned, 1 not ready, 40 have insufficient …'."""
-    parts = []
-    fixed = [
-        ("cordoned", "is cordoned", "are cordoned"),
-        ("not ready", "is not ready", "are not ready"),
-        ("untolerated taint", "has an untolerated taint", "have an untolerated taint"),
-        ("node selector", "does not match the node selector", "do not match the node selector"),
-    ]
-    for key, one, many in fixed:
-        if exclusions.get(key):
-            parts.append((exclusions[key], one, many))
-    for key in sorted(k for k in exclusions if k.startswith("missing label ")):
-        label = key.removeprefix("missing label ")
-        parts.append((exclusions[key], f"lacks the label {label}", f"lack the label {label}"))
-    resource_keys = [f"insufficient {r}" for r in TRACKED]
-    resource_keys += sorted(k for k in exclusions if k.startswith("insufficient ") and k not in resource_keys)
-    for key in resource_keys:
-        if exclusions.get(key):
-            parts.append((exclusions[key], f"has {key}", f"have {key}"))
-    rendered = []
-    for index, (count, one, many) in enumerate(parts):
-        verb = one if count == 1 else many
-        if index == 0:
-            rendered.append(f"{count} {_plural(count, 'node', 'nodes')} {verb}")
-        else:
-            # Later clauses drop the copula, as in kube-scheduler/Kueue messages: "…, 1 not ready, …".
-            rendered.append(f"{count} {verb.removeprefix('is ').removeprefix('are ')}")
-    return ", ".join(rendered)
+# kube-scheduler's filter reasons (noderesources/fit.go, tainttoleration, nodeunschedulable, nodeaffinity).
+NOT_READY_REASON = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+CORDONED_REASON = "node(s) were unschedulable"
+SELECTOR_REASON = "node(s) didn't match Pod's node affinity/selector"
+NO_VICTIMS_REASON = "No preemption victims found for incoming pod"
+
+
+def fit_error(total: int, reasons: dict[str, int]) -> str:
+    """Return kube-scheduler's FitError text: `0/<total> nodes are available: <count> <reason>, ….`
+
+    As `FitError.Error()` writes it (NoNodeAvailableMsg = "0/%v nodes are available"): the "<count> <reason>"
+    strings sorted as strings and joined with ", ", then a full stop.
+    """
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items() if count)
+    return f"0/{total} nodes are available: {', '.join(parts)}." if parts else f"0/{total} nodes are available."
+
+
+def no_victims_message(total: int) -> str:
+    """Return DefaultPreemption's PostFilter text when no lower-priority pods can make room (after "preemption: ")."""
+    return fit_error(total, {NO_VICTIMS_REASON: total})
+
+
+def _taint_reason(taint: dict) -> str:
+    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
 
 
 def _short_level(topology_key: str) -> str:
@@ -195,6 +191,7 @@ def try_place(
     selector = spec.get("nodeSelector") or {}
 
     exclusions: dict[str, int] = {}
+    reasons: dict[str, int] = {}  # kube-scheduler's reason text -> nodes
     domains: dict[str, list[str]] = {}
     available = 0
     needed = [(r, smallest[r]) for r in TRACKED if smallest.get(r, 0) > 0]
@@ -203,26 +200,30 @@ def try_place(
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
         reason = None
+        taint = untolerated_taint(node, tolerations) if is_ready(node) else None
         if not is_ready(node):
-            reason = "not ready"
+            reason, texts = "not ready", [NOT_READY_REASON]
         elif (node.get("spec") or {}).get("unschedulable"):
-            reason = "cordoned"
-        elif untolerated_taint(node, tolerations) is not None:
-            reason = "untolerated taint"
+            reason, texts = "cordoned", [CORDONED_REASON]
+        elif taint is not None:
+            reason, texts = "untolerated taint", [_taint_reason(taint)]
         elif selector and any(labels.get(k) != v for k, v in selector.items()):
-            reason = "node selector"
+            reason, texts = "node selector", [SELECTOR_REASON]
         elif topology_key and topology_key not in labels:
-            reason = f"missing label {topology_key}"
+            reason, texts = f"missing label {topology_key}", [f"node(s) didn't have the topology label {topology_key}"]
         elif topology_key and domain is not None and labels[topology_key] != domain:
             reason = "outside the group's domain"
+            texts = [f"node(s) were outside the gang's {_short_level(topology_key)} \"{domain}\""]
         else:
             left = free[name]
-            for resource, amount in needed:
-                if left.get(resource, 0) < amount:
-                    reason = f"insufficient {resource}"
-                    break
+            # Like NodeResourcesFit, every insufficient resource of the node is a reason of its own.
+            short = [resource for resource, amount in needed if left.get(resource, 0) < amount]
+            if short:
+                reason, texts = f"insufficient {short[0]}", [f"Insufficient {resource}" for resource in short]
         if reason:
             exclusions[reason] = exclusions.get(reason, 0) + 1
+            for text in texts:
+                reasons[text] = reasons.get(text, 0) + 1
             continue
         available += 1
         domains.setdefault(labels[topology_key] if topology_key else "", []).append(name)
@@ -246,21 +247,20 @@ def try_place(
         if placed > best_count:
             best_domain, best_count = value, placed
 
-    head = f"{available}/{total} nodes are available"
+    # Nodes that pass every filter but cannot take the whole gang (all-or-nothing, in one domain).
     if topology_key:
         level = _short_level(topology_key)
         if best_domain is not None:
-            detail = (f'topology "{topology_key}": no domain fits {need} pods '
-                      f'(best {level} "{best_domain}" fits {best_count})')
+            gang = f'no domain fits {need} pods (best {level} "{best_domain}" fits {best_count})'
         elif domain is not None:
-            detail = f'topology "{topology_key}": {level} "{domain}" of the group has no room for {need} pods'
+            gang = f'{level} "{domain}" of the group has no room for {need} pods'
         else:
-            detail = f'topology "{topology_key}": no domain fits {need} pods (no {level} can take a pod)'
+            gang = f"no domain fits {need} pods (no {level} can take a pod)"
     else:
-        detail = f"the cluster fits {best_count} of {need} pods"
-    excluded = {k: v for k, v in exclusions.items() if k != "outside the group's domain"}
-    tail = _exclusion_text(excluded)
-    message = f"{head}: {detail}" + (f"; {tail}" if tail else "")
+        gang = f"the cluster fits {best_count} of {need} pods"
+    if available:
+        reasons[f"node(s) didn't fit the gang: {gang}"] = available
+    message = fit_error(total, reasons)
     return PlacementAttempt(
         False,
         {},

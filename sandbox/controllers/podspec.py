@@ -61,12 +61,14 @@ def _main_container(containers: list[dict], rjob: str, ancestor: str | None) -> 
 
 
 def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_index: int,
-              resources_per_pod: dict[str, str], pod_group: str | None) -> dict:
+              resources_per_pod: dict[str, str], pod_group: str | None, claims: list[dict] | None = None) -> dict:
     """Return the Pod object for one (ReplicatedJob, Job index, pod index) of `trainjob`.
 
     The main container (the one the plan sized) gets `resources_per_pod` as requests, and as limits for
     extended resources such as nvidia.com/gpu (which must have equal limits). The trainer container also takes
-    the TrainJob's image/command/args/env overrides; with MPI, the image also reaches the `node` pods.
+    the TrainJob's image/command/args/env overrides; with MPI, the image also reaches the `node` pods. `claims`
+    (`[{name, resourceClaimName}]`, the PodGroup's shared claims) become `spec.resourceClaims` and the main
+    container's `resources.claims`.
     """
     tj_meta = meta(trainjob)
     name, namespace, uid = tj_meta["name"], tj_meta.get("namespace", "default"), tj_meta.get("uid", "")
@@ -103,6 +105,11 @@ def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_inde
                 container["env"] = list(by_name.values())
     if pod_group:
         spec["schedulingGroup"] = {"podGroupName": pod_group}
+    if claims:
+        spec["resourceClaims"] = [*(spec.get("resourceClaims") or []), *(dict(c) for c in claims)]
+        if container is not None:
+            resources = container.setdefault("resources", {})
+            resources["claims"] = [*(resources.get("claims") or []), *({"name": c["name"]} for c in claims)]
     labels = {
         **((pod_template.get("metadata") or {}).get("labels") or {}),
         JOBSET_NAME_LABEL: name,

@@ -35,7 +35,7 @@ from sandbox.controllers.common import (
     with_condition,
 )
 from sandbox.controllers.events import NORMAL, WARNING, EventRecorder
-from sandbox.controllers.fit import PlacementAttempt, free_resources, try_place
+from sandbox.controllers.fit import PlacementAttempt, free_resources, no_victims_message, try_place
 from sandbox.controllers.informer import Informer, Loop, object_key
 from sandbox.controllers.preemption import Holder, choose_victims, resolve_priority
 from sandbox.controllers.resources import pod_requests
@@ -297,10 +297,12 @@ class GangScheduler:
                 return
             message = attempt.message
             victims = self._preemption_victims(group, pending, nodes, key, domain, free, priority, holders or [])
+            # DefaultPreemption's PostFilter result follows the FitError, as kube-scheduler writes it.
             if victims:
                 self._preempt(group, priority, victims)
-                message += "; preempting lower-priority " + ", ".join(v.key for v in victims)
+                message += " preemption: preempting lower-priority " + ", ".join(v.key for v in victims) + "."
             else:
+                message += f" preemption: {no_victims_message(len(nodes))}"
                 self._unfit[group_key] = state
             self._unschedulable(group, pending, message)
             return

@@ -8,9 +8,16 @@ incarnation (the last resume), so they are found only through ownerReferences / 
 `status.jobsStatus` and the `Suspended`, `Complete` and `Failed` conditions up to date.
 
 Decisions:
-- A missing runtime is not terminal: the TrainJob waits (the portal may sync the runtime later), and a Warning
-  Event `TrainingRuntimeNotFound` is recorded once. An unsupported `runtimeRef.kind` or a runtime the plan
-  rejects sets `Failed` with reason `TrainingRuntimeNotSupported` and the error message.
+- A missing runtime is not terminal: the TrainJob waits (the portal may sync the runtime later), and the Warning
+  Event upstream's reconciler records for any reconcile error is recorded once: reason
+  `TrainJobResourcesCreationFailed`, message `TrainJob resources reconciliation failed: not found
+  ClusterTrainingRuntime specified in TrainJob: …` (trainjob_controller.go, core/clustertrainingruntime.go).
+  An unsupported `runtimeRef.kind` or a runtime the plan rejects sets `Failed` with reason
+  `TrainingRuntimeNotSupported` and the error message.
+- A Workload or PodGroup the API server refuses (e.g. "detected multiple priority configurations" when only some
+  ReplicatedJobs set `priorityClassName`) leaves the TrainJob without pods, as upstream's failed apply does, with
+  the same Warning Event `TrainJobResourcesCreationFailed` carrying the API server's message; it is retried on
+  every pass (counted on the one Event), so fixing the runtime for a new TrainJob is what helps.
 - The runtime is read once per TrainJob UID and kept: runtime edits only affect later TrainJobs (KEP-3015).
 - Suspend deletes the pods, the Workload and the PodGroups (KEP-3015 lifecycle, v2.4); resume creates them
   again under new names (a new incarnation). PodGroups keep their protection finalizer until their pods are gone.
@@ -42,7 +49,6 @@ from sandbox.controllers.common import (
     find_condition,
     is_terminal,
     meta,
-    now,
     owner_uid,
     parse_time,
     pod_path,
@@ -50,7 +56,7 @@ from sandbox.controllers.common import (
     with_condition,
 )
 from sandbox.controllers.events import WARNING, EventRecorder
-from sandbox.controllers.expansion import Plan, PlanError, plan_for
+from sandbox.controllers.expansion import Plan, PlanError, plan_for, pod_claims
 from sandbox.controllers.informer import Informer, Loop, object_key
 from sandbox.controllers.kueue import kueue_admitted, queued
 from sandbox.controllers.podspec import build_pod, pod_name
@@ -58,6 +64,8 @@ from sandbox.controllers.podspec import build_pod, pod_name
 log = logging.getLogger("sandbox.controllers.trainer")
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+# The reason upstream's TrainJob reconciler gives every Warning Event of a failed reconcile.
+RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
 
 
 def _ready(pod: dict) -> bool:
@@ -192,6 +200,7 @@ class TrainerController:
         self._group_objects: dict[str, dict[str, dict]] = {}
         self._deadlocks_reported: set[str] = set()  # PodGroup names
         self.events = EventRecorder(Client(api_url, user_agent="sandbox-jobset"), "jobset-controller")
+        self.trainer_events = EventRecorder(Client(api_url, user_agent="sandbox-trainer"), "trainer-controller-manager")
         self._arrival: dict[str, int] = {}  # TrainJob UID -> watch arrival order (creation order within a second)
         self.loop = Loop("trainer", self.sync, stop, resync=5.0, min_interval=0.05,
                          wait_for=(trainjobs, cluster_runtimes, runtimes, pods))
@@ -214,6 +223,7 @@ class TrainerController:
             self._scheduling_deleted.discard(uid)
             self._resume_sent.pop(uid, None)
             self._warned.discard(uid)
+            self.trainer_events.forget(uid)
             for name in self._group_objects.pop(uid, {}):
                 self._deadlocks_reported.discard(name)
             self._slots = {slot: value for slot, value in self._slots.items() if slot[0] != uid}
@@ -313,14 +323,23 @@ class TrainerController:
                     self._resume_sent[uid] = tj_meta.get("resourceVersion")
                 return
             key = (uid, incarnation)
+            if key not in self._scheduling_created:
+                if not self._still_exists(trainjob):
+                    return  # stale cache (deleted, or a reset): creating children now would leave orphans
+                try:
+                    self._create_scheduling_objects(trainjob, plan)
+                except ApiError as error:
+                    if error.status not in (400, 403, 404, 422):
+                        raise
+                    self._reconcile_failed(trainjob, error.message)
+                    return
+                self._scheduling_created.add(key)
+            # After the PodGroups: pods share the claims the created PodGroups kept.
             waits = startup_waits(runtime, plan, jobs_status(plan, pods, False))
             wanted = [p for p in self._missing_pods(trainjob, runtime, plan, pods, incarnation)
                       if p["metadata"]["labels"][REPLICATED_JOB_LABEL] not in waits]
-            if (key not in self._scheduling_created or wanted) and not self._still_exists(trainjob):
-                return  # stale cache (deleted, or a reset): creating children now would leave orphans
-            if key not in self._scheduling_created:
-                self._create_scheduling_objects(trainjob, plan)
-                self._scheduling_created.add(key)
+            if wanted and not self._still_exists(trainjob):
+                return
             self._create_pods(wanted)
             self._report_deadlocks(trainjob, plan, waits)
 
@@ -438,8 +457,9 @@ class TrainerController:
                     attempt += 1
                     name = pod_name(tj_meta["name"], rjob.name, job_index, pod_index,
                                     f"{salt}/{attempt}" if attempt else salt)
+                    created = self._group_objects.get(uid, {}).get(group.name) if group else None
                     pod = build_pod(trainjob, runtime, rjob.name, job_index, pod_index, rjob.resources,
-                                    group.name if group else None)
+                                    group.name if group else None, pod_claims(created))
                     pod["metadata"]["name"] = name
                     self._slot_of[f"{namespace}/{name}"] = ((uid, rjob.name, job_index, pod_index), attempt)
                     missing.append(pod)
@@ -492,6 +512,11 @@ class TrainerController:
         self.client.patch_status(trainjob_path(tj_meta.get("namespace", "default"), tj_meta["name"]),
                                  {"status": patch})
 
+    def _reconcile_failed(self, trainjob: dict, message: str) -> None:
+        """Record upstream's Warning Event for a failed reconcile (message cut at 950 characters, as upstream)."""
+        text = f"TrainJob resources reconciliation failed: {message[:950]}" + (" ..." if len(message) > 950 else "")
+        self.trainer_events.record(trainjob, WARNING, RESOURCES_CREATION_FAILED, text)
+
     def _warn_missing_runtime(self, trainjob: dict) -> None:
         tj_meta = meta(trainjob)
         uid = tj_meta.get("uid", "")
@@ -499,23 +524,11 @@ class TrainerController:
             return
         self._warned.add(uid)
         ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
-        namespace = tj_meta.get("namespace", "default")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{tj_meta['name']}.{uid[:8] or 'runtime'}", "namespace": namespace},
-            "involvedObject": {"apiVersion": TRAINER_GROUP_VERSION, "kind": "TrainJob", "name": tj_meta["name"],
-                               "namespace": namespace, "uid": uid},
-            "reason": "TrainingRuntimeNotFound",
-            "message": f"{ref.get('kind') or 'ClusterTrainingRuntime'} {ref.get('name')!r} not found; the TrainJob "
-                       f"waits until it exists",
-            "type": "Warning",
-            "source": {"component": "trainer-controller-manager"},
-            "firstTimestamp": now(),
-            "lastTimestamp": now(),
-            "count": 1,
-        }
-        try:
-            self.client.create(f"/api/v1/namespaces/{namespace}/events", event)
-        except ApiError as error:
-            log.info("event for %s not recorded: %s", object_key(trainjob), error)
+        name = ref.get("name", "")
+        if (ref.get("kind") or "ClusterTrainingRuntime") == "ClusterTrainingRuntime":
+            cause = (f"not found ClusterTrainingRuntime specified in TrainJob: "
+                     f"clustertrainingruntimes.trainer.kubeflow.org \"{name}\" not found")
+        else:
+            cause = (f"TrainingRuntime specified in TrainJob is not found: "
+                     f"trainingruntimes.trainer.kubeflow.org \"{name}\" not found")
+        self._reconcile_failed(trainjob, cause)

@@ -59,7 +59,7 @@ def test_a_1_37_cluster_is_supported_keeps_topology_and_embeds_the_union_form(ga
     assert "kube-scheduler" in result["topology_gate"]["hint"]
     schema = result["crd_schema"]
     assert (schema["present"], schema["disruption_mode"], schema["version"]) == (True, "union", "v1alpha1")
-    assert status.scheduling_facts() == {"topology_gate": True, "disruption_mode": "union"}
+    assert status.scheduling_facts() == {"topology_gate": True, "dra_claims_gate": False, "disruption_mode": "union"}
 
 
 def test_validation_follows_the_last_check(gateway):

@@ -63,6 +63,13 @@ def _reference(name: str) -> dict:
     return yaml.safe_load((REFERENCE / name).read_text())
 
 
+def _torch_gang() -> dict:
+    runtime = _torch()
+    runtime["spec"]["scheduling"] = {"replicatedJobs": [
+        {"targetReplicatedJobs": [r["name"]]} for r in runtime["spec"]["template"]["spec"]["replicatedJobs"]]}
+    return runtime
+
+
 def _torch() -> dict:
     return _runtime([_rjob("node", ancestor="trainer")])
 
@@ -144,17 +151,33 @@ def test_it_counts_initializers_and_takes_gpus_from_limits():
     assert expansion.total_resources() == {"nvidia.com/gpu": "4"}
 
 
-def test_resources_per_node_replaces_the_trainer_container_resources_as_upstream_does():
+def test_resources_per_node_is_merged_into_the_trainer_container_per_resource_name_as_upstream_does():
+    # kubeflow/trainer #3602 (MergeResourceRequirements): limits and requests merge per resource name.
     runtime = _runtime([_rjob("node", ancestor="trainer", resources={"requests": {"cpu": "16", "memory": "64Gi"},
                                                                      "limits": {"nvidia.com/gpu": 8}})])
     assert expand(runtime, trainjob_name="j", num_nodes=3).pod_set("node").resources_per_pod == {
         "nvidia.com/gpu": "8", "cpu": "16", "memory": "64Gi"}
     expansion = expand(runtime, trainjob_name="j", num_nodes=3,
                        resources_per_node={"requests": {"nvidia.com/gpu": "4", "cpu": "8"}})
-    assert expansion.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "4", "cpu": "8"}
-    assert expansion.total_resources() == {"cpu": "24", "nvidia.com/gpu": "12"}
+    assert expansion.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "4", "cpu": "8", "memory": "64Gi"}
+    assert expansion.total_resources() == {"cpu": "24", "memory": "192Gi", "nvidia.com/gpu": "12"}
     flat = expand(runtime, trainjob_name="j", num_nodes=3, resources_per_node={"nvidia.com/gpu": 2})
-    assert flat.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "2"}
+    assert flat.pod_set("node").resources_per_pod == {"nvidia.com/gpu": "2", "cpu": "16", "memory": "64Gi"}
+
+
+def test_the_issue_example_merges_gpus_into_cpu_and_memory():
+    runtime = _runtime([_rjob("node", ancestor="trainer", resources={"requests": {"cpu": "4", "memory": "16Gi"}})])
+    merged = expand(runtime, trainjob_name="j", resources_per_node={"nvidia.com/gpu": "8"})
+    assert merged.pod_set("node").resources_per_pod == {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "8"}
+
+
+def test_a_trainer_without_a_node_container_ignores_resources_per_node_with_a_warning():
+    runtime = _runtime([_rjob("node", ancestor="trainer", resources={"requests": {"cpu": "4"}})])
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"][0]["name"] = "trainer"
+    expansion = expand(runtime, trainjob_name="j", resources_per_node={"nvidia.com/gpu": "8"})
+    assert expansion.pod_set("node").resources_per_pod == {"cpu": "4"}
+    assert any("no container named 'node'" in w for w in expansion.warnings)
 
 
 def test_it_applies_resources_per_node_to_the_mpi_node_job_only_with_launcher_as_node():
@@ -191,7 +214,6 @@ def test_story_1_level_1_zone_gang_for_the_whole_trainjob():
         "metadata": {
             "name": workload,
             "namespace": "team-a",
-            "labels": {"trainer.kubeflow.org/trainjob-name": "my-job"},
             "ownerReferences": [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
                                  "name": "my-job", "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}],
         },
@@ -434,7 +456,8 @@ def test_it_rejects_malformed_runtimes_with_the_field_path(mutate, path):
     ({"num_nodes": 0}, "trainer.numNodes"),
     ({"num_nodes": 100_001}, "trainer.numNodes"),
     ({"num_nodes": True}, "trainer.numNodes"),
-    ({"resources_per_node": {"requests": {"nvidia.com/gpu": "abc"}}}, "trainer.resourcesPerNode.nvidia.com/gpu"),
+    ({"resources_per_node": {"requests": {"nvidia.com/gpu": "abc"}}},
+     "trainer.resourcesPerNode.requests.nvidia.com/gpu"),
     ({"api_version": "scheduling.k8s.io/v9"}, "apiVersion"),
 ])
 def test_it_rejects_bad_trainjob_inputs(kwargs, path):
@@ -508,3 +531,25 @@ def test_it_raises_only_expansion_errors_on_arbitrary_input(value, where, key, c
 def test_it_raises_only_expansion_errors_for_any_top_level_value(value):
     with contextlib.suppress(ExpansionError):
         expand(value, trainjob_name="j")
+
+
+def test_a_63_character_trainjob_gets_a_workload_name_of_at_most_63_characters():
+    name = "a" * 30 + "-" + "b" * 32
+    assert len(name) == 63
+    expansion = expand(_torch_gang(), trainjob_name=name)
+    assert len(expansion.workload_name) == 63
+    assert expansion.workload_name.startswith(name[:54] + "-")
+    assert all(len(group.name) <= 63 for group in expansion.pod_groups)
+    assert expand(_torch_gang(), trainjob_name="short").workload_name.startswith("short-")
+
+
+def test_pod_group_names_keep_the_template_part_when_the_workload_name_is_long():
+    workload = "w" * 63
+    name = pod_group_name_for("ns", workload, "dataset-initializer", level_one=False)
+    assert len(name) <= 63 and "-dataset-initializer-" in name
+
+
+def test_the_scheduling_objects_carry_no_labels_the_controller_does_not_add():
+    expansion = expand(_torch_gang(), trainjob_name="j")
+    for obj in [expansion.workload_manifest(), *expansion.podgroup_manifests()]:
+        assert "labels" not in obj["metadata"]

@@ -21,6 +21,7 @@ COMPOSITE = ValidationOptions(composite_enabled=True)
 UNION_CRD = ValidationOptions(disruption_mode_form="union")
 STRING_CRD = ValidationOptions(disruption_mode_form="string")
 GATE_OFF = ValidationOptions(topology_gate=False)
+DRA_OFF = ValidationOptions(dra_claims_gate=False)
 ZONE = {"topology": [{"key": "topology.kubernetes.io/zone"}]}
 CLAIMS = [{"name": "tpu-slice", "resourceClaimTemplateName": "tpu-slice-template"}]
 
@@ -325,7 +326,7 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         "pod_group_policy.schedule_timeout",
         "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds",
         "error",
-        m("torch", ("spec.podGroupPolicy", {"coscheduling": {"scheduleTimeoutSeconds": 0}})),
+        m("torch", ("spec.podGroupPolicy", {"coscheduling": {"scheduleTimeoutSeconds": -1}})),
         None,
     ),
     (
@@ -828,6 +829,21 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         STRING_CRD,
     ),
     (
+        "scheduling.resource_claims.gate_off",
+        f"{SCHED}.replicatedJobs[0].job.resourceClaims",
+        "warning",
+        sched("torch", node_l3({"resourceClaims": CLAIMS})),
+        DRA_OFF,
+    ),
+    (
+        "scheduling.priority.mixed",
+        SCHED,
+        "error",
+        sched("qwen", {"schedulingPolicy": {"gang": {}}},
+              ("spec.template.spec.replicatedJobs[2].template.spec.template.spec.priorityClassName", "high")),
+        None,
+    ),
+    (
         "scheduling.resource_claims.level",
         f"{SCHED}.resourceClaims",
         "error",
@@ -1306,3 +1322,35 @@ def test_each_v24_rule_message_names_the_field_and_the_fix(code):
         for problem in (p for p in report.problems if p.code == code):
             assert problem.path == path
             assert any(word in problem.message for word in FIX_WORDS), problem.message
+
+
+def test_mixed_priorities_name_the_replicated_jobs_and_the_fix():
+    manifest = with_scheduling("qwen", {"schedulingPolicy": {"gang": {}}})
+    put(manifest, "spec.template.spec.replicatedJobs[2].template.spec.template.spec.priorityClassName", "high")
+    (problem,) = [p for p in validate_runtime(manifest).problems if p.code == "scheduling.priority.mixed"]
+    assert "dataset-initializer, model-initializer set none" in problem.message
+    assert "node use high" in problem.message and "detected multiple priority configurations" in problem.message
+    for item in manifest["spec"]["template"]["spec"]["replicatedJobs"]:
+        item["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    assert not [p for p in validate_runtime(manifest).problems if p.code == "scheduling.priority.mixed"]
+
+
+def test_mixed_priorities_without_spec_scheduling_create_no_workload_and_are_fine():
+    manifest = upstream("qwen")
+    put(manifest, "spec.template.spec.replicatedJobs[2].template.spec.template.spec.priorityClassName", "high")
+    assert not [p for p in validate_runtime(manifest).problems if p.code == "scheduling.priority.mixed"]
+
+
+def test_claims_are_not_warned_about_when_the_gate_is_on_or_unknown():
+    manifest = with_scheduling("torch", node_l3({"resourceClaims": CLAIMS}))
+    for options in (ValidationOptions(), ValidationOptions(dra_claims_gate=True)):
+        assert not [p for p in validate_runtime(manifest, options).problems
+                    if p.code == "scheduling.resource_claims.gate_off"]
+
+
+def test_a_coscheduling_timeout_of_zero_means_the_default():
+    from runtimes.domain.policy.summary import scheduling_summary
+
+    manifest = m("torch", ("spec.podGroupPolicy", {"coscheduling": {"scheduleTimeoutSeconds": 0}}))()
+    assert not [p for p in validate_runtime(manifest).problems if p.code == "pod_group_policy.schedule_timeout"]
+    assert "default timeout" in scheduling_summary(manifest).text

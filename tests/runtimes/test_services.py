@@ -338,11 +338,14 @@ def test_delete_of_a_missing_policy_raises(db, alice):
 
 def test_it_imports_the_reference_runtimes_and_they_round_trip(db, alice):
     texts = reference_texts()
-    assert len(texts) == 3
+    assert len(texts) == 9  # the ClusterTrainingRuntimes upstream ships
 
     result = policy_services.policies_import(text="---\n".join(texts.values()), author=alice, message="seed")
 
-    assert sorted(result.created) == ["deepspeed-distributed", "torch-distributed", "torchtune-qwen2.5-1.5b"]
+    assert sorted(result.created) == [
+        "deepspeed-distributed", "jax-distributed", "mlx-distributed", "torch-distributed",
+        "torch-distributed-with-cache", "torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b",
+        "xgboost-distributed"]
     assert result.updated == result.unchanged == []
     from runtimes.domain.manifest import load_runtime
 

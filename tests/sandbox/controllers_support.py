@@ -19,10 +19,13 @@ FAIL_AFTER = "sandbox.trainer-portal.io/fail-after-seconds"
 
 
 @contextlib.contextmanager
-def simulated_cluster(kube_version: str = "1.37", **env: str) -> Iterator[SandboxProcess]:
-    """Run a demo-topology sandbox with the controllers on (pods start 0.1 s after binding)."""
+def simulated_cluster(kube_version: str = "1.37", gates: dict[str, bool] | None = None,
+                      **env: str) -> Iterator[SandboxProcess]:
+    """Run a demo-topology sandbox with the controllers on (pods start 0.1 s after binding), `gates` set on its
+    API server."""
     settings = {"SANDBOX_POD_START_DELAY": "0.1", "SANDBOX_GENERATOR": "0", **env}
-    with SandboxProcess(topology="demo", controllers=True, kube_version=kube_version, env=settings) as process:
+    with SandboxProcess(topology="demo", controllers=True, kube_version=kube_version, env=settings,
+                        gates=gates) as process:
         yield process
 
 

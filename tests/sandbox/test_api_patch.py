@@ -84,3 +84,24 @@ def test_unknown_patch_type_is_unsupported_media_type(cluster, core):
     core.create_namespaced_pod("default", pod("u"))
     code, _status = raw(cluster.url, "PATCH", f"{BASE}/u", {"metadata": {}}, "text/plain")
     assert code == 415
+
+
+def test_json_patch_move_copy_and_the_errors_kube_apiserver_gives(cluster, two_containers):
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"a": "1"}},
+           {"op": "copy", "from": "/metadata/labels/a", "path": "/metadata/labels/b"},
+           {"op": "move", "from": "/metadata/labels/a", "path": "/metadata/labels/c"},
+           {"op": "add", "path": "/spec/tolerations", "value": []},
+           {"op": "add", "path": "/spec/tolerations/-", "value": {"key": "k", "operator": "Exists"}},
+           {"op": "add", "path": "/metadata/annotations", "value": {"a~b/c": "escaped"}},
+           {"op": "remove", "path": "/metadata/annotations/a~0b~1c"}]
+    code, body = raw(cluster.url, "PATCH", f"{BASE}/sm", ops, "application/json-patch+json")
+    assert code == 200, body
+    assert body["metadata"]["labels"] == {"b": "1", "c": "1"}
+    assert body["spec"]["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    assert body["metadata"].get("annotations", {}) == {}
+    code, status = raw(cluster.url, "PATCH", f"{BASE}/sm", [{"op": "remove", "path": "/metadata/nothing"}],
+                       "application/json-patch+json")
+    assert code == 422 and "doc is missing path: '/metadata/nothing'" in status["message"]
+    code, status = raw(cluster.url, "PATCH", f"{BASE}/sm", [{"op": "frobnicate", "path": "/x"}],
+                       "application/json-patch+json")
+    assert code == 400 and "Unexpected kind: frobnicate" in status["message"]

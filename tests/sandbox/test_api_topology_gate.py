@@ -55,8 +55,8 @@ def off(gate_off: SandboxProcess) -> SandboxProcess:
 
 
 def test_the_gate_is_on_by_default_and_reported(cluster, off):
-    assert cluster.info()["featureGates"] == {GATE: True}
-    assert off.info()["featureGates"] == {GATE: False}
+    assert cluster.info()["featureGates"] == {GATE: True, "DRAWorkloadResourceClaims": False}
+    assert off.info()["featureGates"] == {GATE: False, "DRAWorkloadResourceClaims": False}
     assert f"gates {GATE}=false" in "\n".join(off.output)
 
 

@@ -8,6 +8,7 @@ import copy
 import pytest
 from kubernetes import client as k8s
 
+from sandbox.testing import SandboxProcess
 from tests.sandbox.api_support import raw, status_of
 
 GROUP = "scheduling.k8s.io"
@@ -38,6 +39,19 @@ def pod_group(name: str, version: str = "v1beta1", **spec) -> dict:
 def _causes(code: int, body: dict) -> dict[str, dict]:
     assert (code, body["reason"]) == (422, "Invalid"), body
     return {c["field"]: c for c in body["details"]["causes"]}
+
+
+@pytest.fixture(scope="module")
+def dra_on():
+    """An API-only sandbox with DRAWorkloadResourceClaims on: with it off (the 1.37 default) claims are dropped
+    before validation, so their rules are only seen with it on."""
+    with SandboxProcess(topology="none", controllers=False, gates={"DRAWorkloadResourceClaims": True}) as proc:
+        yield proc
+
+
+def _server_for(request, cluster, body: dict):
+    """Return the sandbox a case runs against: the DRA-gated one when the body carries resourceClaims."""
+    return request.getfixturevalue("dra_on") if "resourceClaims" in str(body) else cluster
 
 
 @pytest.fixture
@@ -92,11 +106,11 @@ def test_eight_templates_are_accepted_and_a_ninth_is_too_many(cluster):
          "minCount-missing", "two-topology-keys", "bad-topology-key", "five-claims", "claim-both-sources",
          "disruption-both", "priority-too-high", "mixed-priorities", "controllerRef-without-kind"],
 )
-def test_workload_create_rules(cluster, templates, spec, field, reason):
+def test_workload_create_rules(request, cluster, templates, spec, field, reason):
     body = workload("w", *templates, **spec)
     if spec.get("podGroupTemplates", ()) is None:
         body["spec"].pop("podGroupTemplates")
-    code, answer = raw(cluster.url, "POST", f"{BETA}/workloads", body)
+    code, answer = raw(_server_for(request, cluster, body).url, "POST", f"{BETA}/workloads", body)
     assert _causes(code, answer)[field]["reason"] == reason
 
 
@@ -202,8 +216,9 @@ def test_deleting_a_pod_group_waits_for_its_finalizer(cluster, scheduling):
     ids=["no-policy", "ref-without-template", "bad-workload-name", "negative-minCount", "disruption-both",
          "duplicate-claim"],
 )
-def test_pod_group_create_rules(cluster, spec, field, reason):
-    code, answer = raw(cluster.url, "POST", f"{BETA}/podgroups", pod_group("pg", **spec))
+def test_pod_group_create_rules(request, cluster, spec, field, reason):
+    body = pod_group("pg", **spec)
+    code, answer = raw(_server_for(request, cluster, body).url, "POST", f"{BETA}/podgroups", body)
     causes = _causes(code, answer)
     assert causes[field]["reason"] == reason
     assert answer["message"].startswith('PodGroup.scheduling.k8s.io "pg" is invalid:')

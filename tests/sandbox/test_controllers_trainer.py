@@ -171,11 +171,15 @@ def test_a_deleted_podgroup_stays_until_no_running_pod_uses_it(cluster: Cluster)
     assert {p["status"]["phase"] for p in cluster.pods("held")} == {"Succeeded"}
 
 
-def test_it_waits_for_a_missing_runtime_with_a_warning_event(cluster: Cluster):
+def test_it_waits_for_a_missing_runtime_with_upstreams_warning_event(cluster: Cluster):
     cluster.submit(trainjob("early", "torch-gang-zone", num_nodes=1))
-    event = cluster.wait(lambda: next((e for e in cluster.events() if e["reason"] == "TrainingRuntimeNotFound"
+    event = cluster.wait(lambda: next((e for e in cluster.events()
+                                       if e["reason"] == "TrainJobResourcesCreationFailed"
                                        and e["involvedObject"]["name"] == "early"), None))
-    assert event["type"] == "Warning" and "torch-gang-zone" in event["message"]
+    assert event["type"] == "Warning"
+    assert event["message"] == ("TrainJob resources reconciliation failed: not found ClusterTrainingRuntime "
+                                "specified in TrainJob: clustertrainingruntimes.trainer.kubeflow.org "
+                                "\"torch-gang-zone\" not found")
     assert cluster.pods("early") == []
     assert not is_true(cluster.trainjob("early"), "Failed")
     cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))

@@ -57,9 +57,10 @@ def test_it_refuses_a_gang_spanning_two_racks_and_names_the_best_rack():
     bound = [pod("busy", 4, node="n-r1-0", phase="Running")]
     attempt = try_place(gang(8), nodes, bound, RACK_KEY)
     assert not attempt.fits and attempt.assignments == {}
+    # kube-scheduler's FitError: always "0/<nodes>", "<count> <reason>" strings sorted, a full stop.
     assert attempt.message == (
-        '7/8 nodes are available: topology "topology.kubernetes.io/rack": no domain fits 8 pods '
-        '(best rack "r0" fits 4); 1 node has insufficient nvidia.com/gpu'
+        "0/8 nodes are available: 1 Insufficient nvidia.com/gpu, 7 node(s) didn't fit the gang: no domain fits "
+        '8 pods (best rack "r0" fits 4).'
     )
 
 
@@ -70,8 +71,9 @@ def test_it_explains_the_63_of_64_near_miss_with_exclusion_counts():
     assert not attempt.fits
     assert attempt.best_domain == "zone-a" and attempt.best_count == 63
     assert attempt.message == (
-        '60/64 nodes are available: topology "topology.kubernetes.io/zone": no domain fits 64 pods '
-        '(best zone "zone-a" fits 63); 2 nodes are cordoned, 1 not ready, 1 has an untolerated taint'
+        "0/64 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
+        "1 node(s) had untolerated taint {nvidia.com/gpu-maintenance: true}, 2 node(s) were unschedulable, "
+        "60 node(s) didn't fit the gang: no domain fits 64 pods (best zone \"zone-a\" fits 63)."
     )
 
 
@@ -85,21 +87,21 @@ def test_it_admits_the_same_gang_once_the_other_pod_completes():
 @pytest.mark.parametrize(
     ("node_kwargs", "fragment"),
     [
-        ({"unschedulable": True}, "1 node is cordoned"),
-        ({"ready": False}, "1 node is not ready"),
-        ({"taints": [MAINTENANCE]}, "1 node has an untolerated taint"),
-        ({"taints": [{"key": "x", "effect": "NoExecute"}]}, "1 node has an untolerated taint"),
-        ({"shape": NodeShape(gpus=4)}, "1 node has insufficient nvidia.com/gpu"),
-        ({"shape": NodeShape(cpu="4")}, "1 node has insufficient cpu"),
-        ({"shape": NodeShape(memory="16Gi")}, "1 node has insufficient memory"),
-        ({"shape": NodeShape(pods=0)}, "1 node has insufficient pods"),
+        ({"unschedulable": True}, "1 node(s) were unschedulable"),
+        ({"ready": False}, "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }"),
+        ({"taints": [MAINTENANCE]}, "1 node(s) had untolerated taint {nvidia.com/gpu-maintenance: true}"),
+        ({"taints": [{"key": "x", "effect": "NoExecute"}]}, "1 node(s) had untolerated taint {x: }"),
+        ({"shape": NodeShape(gpus=4)}, "1 Insufficient nvidia.com/gpu"),
+        ({"shape": NodeShape(cpu="4")}, "1 Insufficient cpu"),
+        ({"shape": NodeShape(memory="16Gi")}, "1 Insufficient memory"),
+        ({"shape": NodeShape(pods=0)}, "1 Insufficient pods"),
     ],
 )
 def test_it_excludes_an_unusable_node_and_says_why(node_kwargs, fragment):
     nodes = [make_node("bad", zone="z", block="b", rack="r", **node_kwargs)]
     attempt = try_place([pod("p", 8)], nodes, [], None)
     assert not attempt.fits
-    assert attempt.message == f"0/1 nodes are available: the cluster fits 0 of 1 pods; {fragment}"
+    assert attempt.message == f"0/1 nodes are available: {fragment}."
 
 
 def test_it_ignores_prefer_no_schedule_taints():
@@ -150,7 +152,7 @@ def test_it_excludes_nodes_missing_the_topology_label():
     nodes = [make_node("a", zone="z", block="b", rack=None), make_node("b", zone="z", block="b", rack="r1")]
     attempt = try_place(gang(2), nodes, [], RACK_KEY)
     assert not attempt.fits
-    assert "1 node lacks the label topology.kubernetes.io/rack" in attempt.message
+    assert "1 node(s) didn't have the topology label topology.kubernetes.io/rack" in attempt.message
     assert try_place(gang(2), nodes, [], None).fits
 
 
@@ -166,7 +168,7 @@ def test_it_restricts_to_the_given_domain():
     assert attempt.assignments == {"p": "n-r1-0"}
     full = [pod("busy", 8, node="n-r1-0", phase="Running")]
     refused = try_place([pod("p")], nodes, full, RACK_KEY, domain="r1")
-    assert not refused.fits and 'rack "r1" of the group has no room for 1 pods' in refused.message
+    assert not refused.fits and 'node(s) were outside the gang\'s rack "r1"' in refused.message
 
 
 def test_it_packs_big_pods_first_so_mixed_gangs_fit():
@@ -218,3 +220,10 @@ def test_it_subtracts_bound_pods_from_free_resources():
     nodes = [make_node("n", zone="z", block="b", rack="r")]
     free = free_resources(nodes, [pod("x", 3, node="n", phase="Running")])
     assert free["n"]["nvidia.com/gpu"] == 5000 and free["n"]["pods"] == 109_000
+
+
+def test_a_node_short_of_several_resources_counts_once_per_resource_as_kube_scheduler_does():
+    nodes = [make_node("small", zone="z", block="b", rack="r", shape=NodeShape(gpus=4, cpu="4"))]
+    attempt = try_place([pod("p", 8)], nodes, [], None)
+    assert attempt.message.startswith("0/1 nodes are available: 1 Insufficient ")
+    assert "1 Insufficient cpu" in attempt.message and "1 Insufficient nvidia.com/gpu" in attempt.message

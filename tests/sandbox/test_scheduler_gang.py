@@ -10,8 +10,12 @@ import pytest
 from tests.sandbox.controllers_support import Cluster, condition, demo_runtime, is_true, trainjob
 
 SCHEDULED = "PodGroupInitiallyScheduled"
-NEAR_MISS = ('60/64 nodes are available: topology "topology.kubernetes.io/zone": no domain fits 64 pods '
-             '(best zone "zone-a" fits 63); 2 nodes are cordoned, 1 not ready, 1 has an untolerated taint')
+# kube-scheduler's FitError (sorted "<count> <reason>" strings), then DefaultPreemption's PostFilter result.
+EXCLUDED = ("0/64 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
+            "1 node(s) had untolerated taint {nvidia.com/gpu-maintenance: true}, 2 node(s) were unschedulable, ")
+NO_VICTIMS = " preemption: 0/64 nodes are available: 64 No preemption victims found for incoming pod."
+NEAR_MISS = (EXCLUDED + "60 node(s) didn't fit the gang: no domain fits 64 pods (best zone \"zone-a\" fits 63)."
+             + NO_VICTIMS)
 
 
 @pytest.fixture
@@ -94,8 +98,7 @@ def test_it_retries_when_a_node_is_uncordoned(cluster: Cluster):
     cluster.submit(trainjob("all-in", "torch-gang", num_nodes=61))
     queued = cluster.wait(lambda: (g := _group_of(cluster, "all-in")) and condition(g, SCHEDULED) and g)
     assert condition(queued, SCHEDULED)["message"] == (
-        "60/64 nodes are available: the cluster fits 60 of 61 pods; 2 nodes are cordoned, 1 not ready, "
-        "1 has an untolerated taint")
+        EXCLUDED + "60 node(s) didn't fit the gang: the cluster fits 60 of 61 pods." + NO_VICTIMS)
     cluster.client.merge_patch("/api/v1/nodes/gpu-b1-r1-n1", {"spec": {"unschedulable": False}})
     cluster.wait(lambda: is_true(_group_of(cluster, "all-in"), SCHEDULED))
     assert len({p["spec"]["nodeName"] for p in cluster.pods("all-in")}) == 61
@@ -130,6 +133,5 @@ def test_it_marks_an_unschedulable_ungrouped_pod_and_binds_a_schedulable_one(clu
         p.get("too-big"), "PodScheduled") and p["fits"]["spec"].get("nodeName") and p)
     refused = condition(pods["too-big"], "PodScheduled")
     assert (refused["status"], refused["reason"]) == ("False", "Unschedulable")
-    assert refused["message"] == ("0/64 nodes are available: the cluster fits 0 of 1 pods; 2 nodes are cordoned, "
-                                  "1 not ready, 1 has an untolerated taint, 60 have insufficient nvidia.com/gpu")
+    assert refused["message"] == EXCLUDED + "60 Insufficient nvidia.com/gpu."
     assert is_true(pods["fits"], "PodScheduled")

@@ -113,7 +113,8 @@ def test_it_records_scheduled_and_failed_scheduling_events_as_kube_scheduler_doe
         assert event["message"] == (f"Successfully assigned default/{pod['metadata']['name']} to "
                                     f"{pod['spec']['nodeName']}")
     message = condition(_group_of(cluster, "too-big"), SCHEDULED)["message"]
-    assert message.startswith("58/64 nodes are available: ")  # two nodes are full with the "fits" gang
+    assert message.startswith("0/64 nodes are available: ")  # kube-scheduler's FitError, always "0/<nodes>"
+    assert "2 Insufficient nvidia.com/gpu" in message  # two nodes are full with the "fits" gang
     failed = cluster.wait(lambda: len(e := events_for("Pod", "FailedScheduling")) == 40 and e)
     assert {(e["type"], e["message"]) for e in failed} == {("Warning", message)}
     assert all(condition(p, "PodScheduled")["reason"] == "Unschedulable" for p in cluster.pods("too-big"))

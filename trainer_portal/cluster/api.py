@@ -56,6 +56,13 @@ class TopologyGateSerializer(serializers.Serializer):
     hint = serializers.CharField(allow_blank=True)
 
 
+class DraClaimsGateSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(allow_null=True, help_text="DRAWorkloadResourceClaims keeps PodGroup "
+                                       "resourceClaims; None when the probe could not run.")
+    message = serializers.CharField(allow_blank=True)
+    hint = serializers.CharField(allow_blank=True)
+
+
 class CrdSchemaSerializer(serializers.Serializer):
     present = serializers.BooleanField(help_text="False: Trainer < v2.4, or TrainJobWorkloadAwareScheduling off.")
     version = serializers.CharField(allow_blank=True)
@@ -93,6 +100,7 @@ class ClusterStatusSerializer(BackgroundHealthFields):
     crdScheduling = CrdSchedulingProbeSerializer(allow_null=True)
     schedulingSupport = SchedulingSupportSerializer(allow_null=True)
     topologyGate = TopologyGateSerializer(allow_null=True)
+    draClaimsGate = DraClaimsGateSerializer(allow_null=True)
     crdSchema = CrdSchemaSerializer(allow_null=True)
     permissions = ClusterPermissionSerializer(many=True)
     checkedAt = serializers.FloatField(allow_null=True, help_text="Unix time of the last background check; null "

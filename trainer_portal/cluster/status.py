@@ -20,6 +20,7 @@ from trainer_portal import kube
 
 from . import connections
 from .domain.crd_schema import scheduling_schema
+from .gates import probe_dra_claims_gate
 from .models import Cluster, ClusterHealth, cluster_filter, resolve_cluster
 
 # How often the worker checks every cluster (the beat entry "cluster-health-check"); a check older than
@@ -100,9 +101,9 @@ def probe_cluster(cluster: Cluster | None = None, *, gateway: kube.Gateway | Non
     checked group/version: served + hint), ``scheduling_versions`` (served), ``crd_scheduling`` ({accepted,
     message, hint}), ``permissions`` (one entry per verb/resource: allowed, reason, hint), ``checked_at``,
     ``elapsed_ms``, and what Trainer v2.4 can silently lose: ``scheduling_support`` ({supported, message, hint}: 1.37
-    APIs served, or only 1.36), ``topology_gate`` ({enabled, message, hint}) and ``crd_schema`` (the CRD's
-    spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``; None when unreadable). Never
-    raises.
+    APIs served, or only 1.36), ``topology_gate`` and ``dra_claims_gate`` ({enabled, message, hint}) and
+    ``crd_schema`` (the CRD's spec.scheduling facts, see `crd_schema.SchedulingSchema.as_dict`, plus ``hint``;
+    None when unreadable). Never raises.
     """
     started = time.monotonic()
     settings = connections.kube_settings_for(cluster)
@@ -118,6 +119,7 @@ def probe_cluster(cluster: Cluster | None = None, *, gateway: kube.Gateway | Non
         "crd_scheduling": None,
         "scheduling_support": None,
         "topology_gate": None,
+        "dra_claims_gate": None,
         "crd_schema": None,
         "permissions": [],
         "checked_at": time.time(),
@@ -149,6 +151,7 @@ def probe_cluster(cluster: Cluster | None = None, *, gateway: kube.Gateway | Non
     status["crd_scheduling"] = probe_scheduling_field(gateway)
     status["scheduling_support"] = scheduling_support(status["scheduling_versions"])
     status["topology_gate"] = probe_topology_gate(gateway, status["scheduling_versions"])
+    status["dra_claims_gate"] = probe_dra_claims_gate(gateway, status["scheduling_versions"])
     status["crd_schema"] = probe_crd_schema(gateway)
     if include_permissions:
         status["permissions"] = [_permission(gateway, verb, kind) for verb, kind in kube.WORKER_PERMISSIONS]
@@ -182,11 +185,14 @@ def probe_scheduling_field(gateway: kube.Gateway) -> dict[str, Any]:
 
 
 def facts_of(status: dict[str, Any]) -> dict[str, Any]:
-    """Return what validation follows from a status: ``{topology_gate: bool | None, disruption_mode: str}``."""
+    """Return what validation follows from a status: ``{topology_gate: bool | None, dra_claims_gate: bool | None,
+    disruption_mode: str}``."""
     gate = (status.get("topology_gate") or {}).get("enabled")
+    claims_gate = (status.get("dra_claims_gate") or {}).get("enabled")
     mode = (status.get("crd_schema") or {}).get("disruption_mode", "")
     return {
         "topology_gate": gate if isinstance(gate, bool) else None,
+        "dra_claims_gate": claims_gate if isinstance(claims_gate, bool) else None,
         "disruption_mode": mode if mode in ("union", "string") else "",
     }
 
@@ -270,7 +276,8 @@ def _never_checked(cluster: Cluster) -> dict[str, Any]:
         "hint": "The worker checks every cluster in the background (Celery beat); press \"Check now\" or run "
                 "`manage.py cluster_check` to check it at once.",
         "version": None, "apis": [], "scheduling_versions": [], "crd_scheduling": None, "scheduling_support": None,
-        "topology_gate": None, "crd_schema": None, "permissions": [], "checked_at": None, "elapsed_ms": 0.0,
+        "topology_gate": None, "dra_claims_gate": None, "crd_schema": None, "permissions": [], "checked_at": None,
+        "elapsed_ms": 0.0,
         "checked": False, "stale": True,
     }
 
@@ -282,9 +289,11 @@ def scheduling_facts(cluster: Cluster | str | None = None) -> dict[str, Any]:
         "facts", flat=True).first()
     facts = facts if isinstance(facts, dict) else {}
     gate = facts.get("topology_gate")
+    claims_gate = facts.get("dra_claims_gate")
     mode = facts.get("disruption_mode")
     return {
         "topology_gate": gate if isinstance(gate, bool) else None,
+        "dra_claims_gate": claims_gate if isinstance(claims_gate, bool) else None,
         "disruption_mode": mode if mode in ("union", "string") else "",
     }
 

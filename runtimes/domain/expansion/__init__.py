@@ -5,10 +5,11 @@ Workload with its PodGroups (KEP-3015 `spec.scheduling`, §2.3–2.5, levels of 
 `scheduling.k8s.io/v1beta1` (1.37), `v1alpha2` (1.36) and the `v1alpha3` CompositePodGroup form.
 
 Decisions (documented in docs/placement.md):
-- Names: Workload `<trainjob>-<h>`, h = first 8 hex chars of sha1("<namespace>/<trainjob>"). PodGroup
-  `<workload>-<template>-<h>` (L1: `<workload>-<h>`), h = first 8 hex chars of sha1("<namespace>/<workload>/
-  <template>"); when longer than 63 chars the prefix is cut (the hash keeps names unique). Template names longer
-  than 63 chars are cut the same way. The UID is not hashed, so a preview and the real objects agree.
+- Names: Workload `<(truncated-if-needed)trainjob>-<h>` (≤ 63 characters, KEP-3015), h = first 8 hex chars of
+  sha1("<namespace>/<trainjob>"). PodGroup `<(truncated)workload>-<(truncated)template>-<h>` (L1: `<workload>-<h>`),
+  h = first 8 hex chars of sha1("<namespace>/<workload>/<template>"); when longer than 63 chars the longer part is
+  cut first (the hash keeps names unique). Template names longer than 63 chars are cut the same way.
+  The UID is not hashed, so a preview and the real objects agree.
 - ReplicatedJobs not targeted by any `scheduling.replicatedJobs` entry get no PodGroup (the author's review
   reply: they use the default scheduling); `pod_group_for` returns None for them. No implicit level-0 group.
 - L1 with sequenced startup (`dependsOn` or `startupPolicyOrder: InOrder`) falls back to one template per
@@ -18,9 +19,10 @@ Decisions (documented in docs/placement.md):
   without `job`. All objects then use `scheduling.k8s.io/v1alpha3` (CompositePodGroup exists only there).
 - `resourceClaims` exist only on a level-3 `job` (Trainer v2.4, decision D17): each claim is copied into every
   per-Job PodGroup (and its PodGroupTemplate), and every pod of that group shares it (`Expansion.pod_claims`).
-- `resourcesPerNode` replaces the resources of the trainer ancestor's main container as a whole (as upstream does:
-  the runtime container's other resources are dropped); for MPI with `runLauncherAsNode` it also applies to
-  ReplicatedJob `node`.
+- `resourcesPerNode` is merged into the trainer ancestor's container named `node` as upstream does (#3602: limits and
+  requests merge per resource name, resourcesPerNode wins, the container's other resources are kept); for MPI with
+  `runLauncherAsNode` it also applies to ReplicatedJob `node`. A trainer without a `node` container keeps its
+  resources (upstream ignores resourcesPerNode then) and the expansion warns.
 
 Modules: `model` (the value types and names), `naming` (deterministic object names), `manifests` (rendering per
 scheduling API version) and `plan` (reading the runtime and building the plan, `expand`). This package face

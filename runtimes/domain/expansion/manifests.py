@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from runtimes.domain.constants import TRAINJOB_NAME_LABEL
 from runtimes.domain.expansion.model import (
     BASIC,
     COMPOSITE_POD_GROUP,
@@ -47,10 +46,11 @@ def _owner_trainjob(plan: Plan) -> dict:
     }
 
 def _metadata(plan: Plan, name: str, owners: list[dict]) -> dict:
+    # No labels: KEP-3015 adds none to the Workload and PodGroups; they are found by ownerReferences and
+    # `spec.controllerRef` only, so the preview shows exactly what the controller writes.
     return {
         "name": name,
         "namespace": plan.namespace,
-        "labels": {TRAINJOB_NAME_LABEL: plan.trainjob_name},
         "ownerReferences": owners,
     }
 

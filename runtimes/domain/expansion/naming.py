@@ -23,14 +23,31 @@ def fit_name(prefix: str, suffix: str, limit: int = MAX_NAME) -> str:
 
 
 def workload_name_for(namespace: str, trainjob_name: str) -> str:
-    """Return the Workload name `<trainjob>-<hash>`."""
-    return f"{trainjob_name}-{short_hash(f'{namespace}/{trainjob_name}')}"
+    """Return the Workload name `<(truncated-if-needed)trainjob>-<hash>`, at most 63 characters.
+
+    KEP-3015 (after the Deployment → ReplicaSet prior art): the TrainJob name is cut so that name, dash and hash
+    fit in 63 characters; a 63-character TrainJob gives a 54-character prefix.
+    """
+    return fit_name(trainjob_name, short_hash(f"{namespace}/{trainjob_name}"))
 
 
 def pod_group_name_for(namespace: str, workload: str, template: str, *, level_one: bool) -> str:
-    """Return the PodGroup name: `<workload>-<hash>` for L1, else `<workload>-<template>-<hash>` (≤ 63 chars)."""
+    """Return the PodGroup name: `<workload>-<hash>` for L1, else
+    `<(truncated)workload>-<(truncated)template>-<hash>`, at most 63 characters.
+
+    When both do not fit, each part keeps at least half of the room (the longer one is cut first), so the
+    template part never disappears behind a long Workload name.
+    """
     digest = short_hash(f"{namespace}/{workload}/{template}")
-    return fit_name(workload if level_one else f"{workload}-{template}", digest)
+    if level_one:
+        return fit_name(workload, digest)
+    room = MAX_NAME - len(digest) - 2
+    if len(workload) + len(template) > room:
+        half = room // 2
+        keep_template = max(half, room - len(workload))
+        template = template[:keep_template].rstrip("-.")
+        workload = workload[:room - len(template)].rstrip("-.")
+    return f"{workload}-{template}-{digest}"
 
 
 def template_name_for(parts: list[str] | tuple[str, ...]) -> str:

@@ -237,15 +237,43 @@ def _checked_resources(resources: Mapping, path: str) -> dict[str, str]:
     return checked
 
 
-def _resources_per_node(resources: dict | None) -> dict[str, str] | None:
+@dataclass(frozen=True)
+class _PerNode:
+    """The TrainJob's `resourcesPerNode` as ResourceRequirements: limits and requests, quantities as strings."""
+
+    limits: dict[str, str]
+    requests: dict[str, str]
+
+
+def _resources_per_node(resources: dict | None) -> _PerNode | None:
+    """Return resourcesPerNode as limits + requests. The ResourceRequirements form (`requests`/`limits`) is read as
+    written; the preview's flat `{name: quantity}` form is both requests and limits (what the portal submits)."""
     if resources is None:
         return None
     resources = _mapping(resources, "trainer.resourcesPerNode")
     if resources and set(resources) <= {"requests", "limits", "claims"}:
-        merged = dict(_mapping(resources.get("limits"), "trainer.resourcesPerNode.limits"))
-        merged.update(_mapping(resources.get("requests"), "trainer.resourcesPerNode.requests"))
-        return _checked_resources(merged, "trainer.resourcesPerNode")
-    return _checked_resources(resources, "trainer.resourcesPerNode")
+        return _PerNode(
+            _checked_resources(_mapping(resources.get("limits"), "trainer.resourcesPerNode.limits"),
+                               "trainer.resourcesPerNode.limits"),
+            _checked_resources(_mapping(resources.get("requests"), "trainer.resourcesPerNode.requests"),
+                               "trainer.resourcesPerNode.requests"))
+    flat = _checked_resources(resources, "trainer.resourcesPerNode")
+    return _PerNode(dict(flat), dict(flat))
+
+
+def _merged_requests(container: dict, path: str, per_node: _PerNode) -> dict[str, str]:
+    """Return the effective requests of `container` after upstream's MergeResourceRequirements (#3602).
+
+    Strategic merge of ResourceRequirements: limits merge per resource name, requests merge per resource name
+    (resourcesPerNode wins, the container's other resources are kept); then, as Kubernetes defaults a missing
+    request to its limit, the merged limits are the base and the merged requests win.
+    """
+    resources = _mapping(container.get("resources"), f"{path}.resources")
+    limits = _checked_resources(_mapping(resources.get("limits"), f"{path}.resources.limits"),
+                                f"{path}.resources.limits")
+    requests = _checked_resources(_mapping(resources.get("requests"), f"{path}.resources.requests"),
+                                  f"{path}.resources.requests")
+    return {**limits, **per_node.limits, **requests, **per_node.requests}
 
 
 def _read_rjobs(spec: dict) -> list[_RJob]:
@@ -282,7 +310,7 @@ def _read_rjobs(spec: dict) -> list[_RJob]:
     return rjobs
 
 
-def _pod_sets(spec: dict, rjobs: list[_RJob], num_nodes: int, per_node: dict[str, str] | None,
+def _pod_sets(spec: dict, rjobs: list[_RJob], num_nodes: int, per_node: _PerNode | None,
               warnings: list[str]) -> tuple[PodSet, ...]:
     ml_policy = _mapping(spec.get("mlPolicy"), "spec.mlPolicy")
     mpi = ml_policy.get("mpi")
@@ -304,9 +332,16 @@ def _pod_sets(spec: dict, rjobs: list[_RJob], num_nodes: int, per_node: dict[str
         else:
             count = rjob.parallelism
         resources = _container_requests(rjob.container, rjob.container_path)
-        if per_node is not None and (is_trainer or (launcher_as_node and rjob.name == MPI_NODE)):
-            # Upstream replaces the container's whole ResourceRequirements (trainingruntime.go, jobset.go).
-            resources = dict(per_node)
+        # Upstream (trainingruntime.go) merges resourcesPerNode into the container named `node` of the trainer
+        # ancestor (with an mlPolicy) and, with runLauncherAsNode, of ReplicatedJob `node`.
+        takes_per_node = (is_trainer and spec.get("mlPolicy") is not None) or (launcher_as_node
+                                                                               and rjob.name == MPI_NODE)
+        if per_node is not None and takes_per_node:
+            if rjob.container.get("name") == MPI_NODE:
+                resources = _merged_requests(rjob.container, rjob.container_path, per_node)
+            else:
+                warnings.append(f"ReplicatedJob {rjob.name!r} has no container named 'node'; the controller applies "
+                                f"resourcesPerNode only to that container, so it is ignored here")
         pod_sets.append(PodSet(rjob.name, rjob.replicas, count, rjob.ancestor, resources, rjob.depends_on))
     return tuple(pod_sets)
 

@@ -70,6 +70,15 @@ class _GroupChecks(_CheckerBase):
         if claims is not None:
             if level != 3:
                 self.check_claims_level(path, level)
+            elif claims and self.options.dra_claims_gate is False:
+                self.warn(
+                    f"{path}.resourceClaims",
+                    "scheduling.resource_claims.gate_off",
+                    f"these claims will be dropped on this cluster: its {c.GATE_DRA_CLAIMS} feature gate is off (beta, "
+                    "off by default in Kubernetes 1.37), so the API server silently removes resourceClaims from the "
+                    "Workload and the PodGroups and the pods share no device; enable "
+                    f"{c.GATE_DRA_CLAIMS}=true on kube-apiserver (and kube-scheduler)",
+                )
             self.check_resource_claims(claims, f"{path}.resourceClaims")
 
     def check_claims_level(self, path: str, level: int) -> None:

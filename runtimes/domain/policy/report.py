@@ -50,7 +50,7 @@ RULES: dict[str, str] = {
     "ml_policy.flux.num_proc": "flux.numProcPerNode ≥ 1 (CEL)",
     "pod_group_policy.multiple": "podGroupPolicy sets only one of coscheduling / volcano",
     "pod_group_policy.workload_rejected": "(warning) podGroupPolicy.workload (rejected KEP draft) is not used",
-    "pod_group_policy.schedule_timeout": "coscheduling.scheduleTimeoutSeconds is an integer ≥ 1",
+    "pod_group_policy.schedule_timeout": "coscheduling.scheduleTimeoutSeconds is an integer ≥ 0 (0: the default)",
     "pod_group_policy.volcano_mode": "volcano networkTopology.mode ∈ {hard, soft}",
     "pod_group_policy.volcano_tier": "volcano networkTopology.highestTierAllowed ≥ 1",
     "template.replicated_jobs.required": "template.spec.replicatedJobs is a non-empty list",
@@ -107,6 +107,8 @@ RULES: dict[str, str] = {
     "scheduling.disruption_mode.legacy_string": "(warning) disruptionMode uses the union form, not Pod/PodGroup",
     "scheduling.disruption_mode.cluster_form": "disruptionMode has the form the installed CRD embeds — decision D9",
     "scheduling.resource_claims.level": "resourceClaims are set only under job (level 3) — decision D17",
+    "scheduling.resource_claims.gate_off": "(warning) resourceClaims need DRAWorkloadResourceClaims on the cluster",
+    "scheduling.priority.mixed": "every ReplicatedJob has the same priorityClassName (or none) under spec.scheduling",
     "scheduling.resource_claims.too_many": "resourceClaims ≤ 4 per group",
     "scheduling.resource_claims.name_required": "each resource claim has a name",
     "scheduling.resource_claims.duplicate": "resource claim names are unique",
@@ -209,6 +211,9 @@ class ValidationOptions:
         `_STRING`); unknown (`""`) accepts both, with a warning on the string form (decision D9).
     topology_gate: whether the cluster keeps topology constraints (`TopologyAwareWorkloadScheduling`); False warns
         on every topology key, None (unknown) does not (decision D11).
+    dra_claims_gate: whether the cluster keeps `resourceClaims` on Workloads and PodGroups
+        (`DRAWorkloadResourceClaims`, beta and off by default in 1.37); False warns on every level-3 claim list,
+        None (unknown) does not.
     """
 
     composite_enabled: bool = False
@@ -216,3 +221,4 @@ class ValidationOptions:
     known_topology_keys: tuple[str, ...] = ()
     disruption_mode_form: str = c.DISRUPTION_MODE_UNKNOWN
     topology_gate: bool | None = None
+    dra_claims_gate: bool | None = None

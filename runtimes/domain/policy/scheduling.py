@@ -40,11 +40,13 @@ class _SchedulingChecks(_CheckerBase):
             )
         cos = self.mapping(policy, "coscheduling", f"{path}.coscheduling")
         if cos is not None:
+            # 0 means "use the plugin's default" upstream (the CRD has no minimum), so only negatives are refused.
             self.positive_int(
                 cos,
                 "scheduleTimeoutSeconds",
                 f"{path}.coscheduling.scheduleTimeoutSeconds",
                 "pod_group_policy.schedule_timeout",
+                minimum=0,
             )
         volcano = self.mapping(policy, "volcano", f"{path}.volcano")
         topology = self.mapping(volcano, "networkTopology", f"{path}.volcano.networkTopology") if volcano else None
@@ -64,6 +66,33 @@ class _SchedulingChecks(_CheckerBase):
             )
 
     # -- v2.4 spec.scheduling
+
+    def check_priorities(self, path: str) -> None:
+        """Report ReplicatedJobs that disagree on `priorityClassName` under spec.scheduling.
+
+        kube-apiserver refuses a Workload whose PodGroupTemplates carry different priorities ("detected multiple
+        priority configurations"), so the TrainJob gets no Workload and never starts; inside one PodGroup a pod with
+        a different priority blocks the whole gang. Either way the runtime cannot work: an error.
+        """
+        by_class: dict[str, list[str]] = {}
+        for rjob in self.rjobs:
+            if not rjob.name:
+                continue
+            value = rjob.pod_spec.get("priorityClassName") if isinstance(rjob.pod_spec, dict) else None
+            by_class.setdefault(value if isinstance(value, str) and value else "", []).append(rjob.name)
+        if len(by_class) < 2:
+            return
+        shown = "; ".join(
+            f"{', '.join(names)} {f'use {name}' if name else 'set none'}" for name, names in sorted(by_class.items())
+        )
+        chosen = max((name for name in by_class if name), key=lambda name: len(by_class[name]))
+        self.error(
+            path,
+            "scheduling.priority.mixed",
+            f"the ReplicatedJobs disagree on priorityClassName ({shown}): the API server refuses the Workload "
+            "(\"detected multiple priority configurations\") and the TrainJob never starts; set the same "
+            f"priorityClassName on every ReplicatedJob's pod template (e.g. {chosen}) or on none",
+        )
 
     def check_scheduling(self, spec: dict) -> None:
         path = "spec.scheduling"
@@ -99,6 +128,7 @@ class _SchedulingChecks(_CheckerBase):
                 "such a cluster",
             )
         self.check_group(scheduling, path, level=1)
+        self.check_priorities(path)
         level1_gang = _policy_of(scheduling) == "gang" and (bool(level1) or not entries)
         if level1_gang and (self.startup_in_order or any(r.depends_on for r in self.rjobs)):
             self.warn(

@@ -32,7 +32,7 @@ def scheduling_summary(manifest: dict) -> SchedulingSummary:
         cos = policy.get("coscheduling")
         if isinstance(cos, dict):
             timeout = cos.get("scheduleTimeoutSeconds")
-            suffix = f" · timeout {timeout}s" if _is_int(timeout) else ""
+            suffix = (" · default timeout" if timeout == 0 else f" · timeout {timeout}s") if _is_int(timeout) else ""
             return SchedulingSummary("coscheduling", f"Coscheduling (gang){suffix}")
         volcano = policy.get("volcano")
         if isinstance(volcano, dict):

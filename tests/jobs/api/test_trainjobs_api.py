@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from jobs.models import TrainJob
 from tests.jobs.factories import live_tracker, tracked_job
 
 pytestmark = pytest.mark.django_db
@@ -250,3 +251,21 @@ def test_the_detail_says_how_long_admission_took_and_every_time_has_one_format(c
              *(entry["at"] for entry in body["timeline"])]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", value) for value in times), times
     assert body["admittedAt"] == "2026-12-01T12:00:35Z"
+
+
+def test_a_job_whose_runtime_is_missing_never_fits_now(client, dana):
+    live_tracker()
+    _save_snapshot()
+    tracked_job("team-a", "orphan", state="waiting-for-objects", num_nodes=1, pod_groups=[],
+                resources_per_node={"nvidia.com/gpu": "8"})
+    TrainJob.objects.filter(name="orphan").update(
+        reason="TrainingRuntimeNotFound",
+        message="ClusterTrainingRuntime 'torch-distributed' does not exist: the Trainer controller creates nothing "
+                "until it does (sync the policy, or fix spec.runtimeRef)")
+    client.force_login(dana)
+
+    body = client.get("/api/v1/trainjobs/team-a/orphan/").json()
+
+    assert body["reason"] == "TrainingRuntimeNotFound" and "torch-distributed" in body["message"]
+    assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
+    assert "capacity is not why this job waits" in body["explanation"]["message"]

@@ -283,3 +283,43 @@ def test_a_preemption_request_on_a_running_gang_is_a_note_until_its_members_are_
     assert running.state == st.RUNNING
     assert "preemption requested" in running.message and "team-a/big" in running.message
     assert (preempted.state, preempted.reason) == (st.PREEMPTED, "PreemptionByScheduler")
+
+
+# -- the Trainer controller's failed reconcile (upstream's TrainJobResourcesCreationFailed Warning Event) ----------
+def _tree_with_events(job, *events):
+    from jobs.domain.ownership import EVENT
+
+    index = OwnershipIndex()
+    index.upsert(TRAINJOB, job)
+    for item in events:
+        index.upsert(EVENT, item)
+    return admission_of_tree(index.tree(job["metadata"]["uid"]))
+
+
+@pytest.mark.parametrize("event_reason, message", [
+    ("TrainJobResourcesCreationFailed", "TrainJob resources reconciliation failed: not found ClusterTrainingRuntime "
+                                        "specified in TrainJob: clustertrainingruntimes.trainer.kubeflow.org "
+                                        "\"torch-distributed\" not found"),
+    ("TrainingRuntimeNotFound", "ClusterTrainingRuntime 'torch-distributed' not found"),
+], ids=["upstream-event", "older-sandbox-event"])
+def test_a_missing_runtime_is_the_jobs_reason_and_names_the_runtime(event_reason, message):
+    job = o.trainjob()
+    admission = _tree_with_events(job, o.event(job, event_reason, message, kind="Warning"))
+    assert admission.state == st.WAITING_FOR_OBJECTS
+    assert admission.reason == "TrainingRuntimeNotFound"
+    assert "ClusterTrainingRuntime 'torch-distributed' does not exist" in admission.message
+
+
+def test_a_refused_workload_is_the_jobs_reason_with_the_api_servers_message():
+    job = o.trainjob()
+    text = ('TrainJob resources reconciliation failed: Workload.scheduling.k8s.io "llm-x" is invalid: spec: '
+            'Invalid value: null: detected multiple priority configurations')
+    admission = _tree_with_events(job, o.event(job, "TrainJobResourcesCreationFailed", text, kind="Warning"))
+    assert (admission.state, admission.reason) == (st.WAITING_FOR_OBJECTS, "TrainJobResourcesCreationFailed")
+    assert "detected multiple priority configurations" in admission.message
+
+
+def test_without_such_an_event_the_job_just_waits_for_its_objects():
+    job = o.trainjob()
+    admission = _tree_with_events(job, o.event(job, "Created", "nothing wrong"))
+    assert admission.reason == "NoSchedulingObjects"
