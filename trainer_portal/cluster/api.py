@@ -98,6 +98,9 @@ class ClusterStatusSerializer(BackgroundHealthFields):
 class ClusterApi(APIView):
     """The cluster connection status (GET, viewer)."""
 
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
+
     permission_classes = [IsViewer]
 
     @extend_schema(

@@ -8,7 +8,7 @@ whose `error.fields[].path` names the field (`numNodes`, `resourcesPerNode.nvidi
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -22,6 +22,7 @@ from runtimes.services.preview import (
     preview_manifest,
     preview_policy,
 )
+from trainer_portal.api.schema import ErrorSerializer
 from trainer_portal.permissions import IsViewer
 
 _ERROR_EXAMPLE = OpenApiExample(
@@ -69,7 +70,10 @@ class RuntimePreviewApi(APIView):
         "places the PodGroups on the chosen topology. Read-only: any viewer may call it.",
         parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="Policy name")],
         request=PreviewRequestSerializer,
-        responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+        responses={
+            200: PreviewResponseSerializer,
+            404: OpenApiResponse(ErrorSerializer, description="No policy with this name."),
+        },
         examples=[_REQUEST_EXAMPLE, _ERROR_EXAMPLE],
         tags=["preview"],
     )
@@ -91,7 +95,7 @@ class UnsavedPreviewApi(APIView):
         "(`manifest`: an object, or YAML/JSON text). The manifest is validated first; problems come back as 400 "
         "with paths under `manifest.`.",
         request=UnsavedPreviewRequestSerializer,
-        responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT},
+        responses={200: PreviewResponseSerializer},
         examples=[_ERROR_EXAMPLE],
         tags=["preview"],
     )

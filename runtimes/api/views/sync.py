@@ -111,6 +111,9 @@ class RuntimeSyncApi(APIView):
 class RuntimeSyncImpactApi(APIView):
     """What applying the current revision changes (GET, viewer)."""
 
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
+
     permission_classes = [IsViewer]
 
     @extend_schema(
@@ -179,6 +182,9 @@ class RuntimesBulkSyncApi(APIView):
 
 class SyncBatchApi(APIView):
     """Progress of a bulk sync batch (GET, viewer); also served at the deprecated ``sync-jobs/{id}/``."""
+
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
 
     permission_classes = [IsViewer]
 
