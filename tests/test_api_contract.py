@@ -121,11 +121,12 @@ def test_operations_with_a_body_declare_400_413_415_and_path_parameters_404():
             assert "503" in statuses, f"{verb.upper()} {path}"
 
 
-def test_the_token_exchange_declares_a_distinct_form_body():
-    # One component for both media types made a generated client send JSON logins as forms.
-    body = api_schema()["paths"]["/api/v1/auth/token/"]["post"]["requestBody"]["content"]
-    refs = {media: content["schema"]["$ref"] for media, content in body.items()}
-    assert refs["application/json"] != refs["application/x-www-form-urlencoded"]
+def test_the_token_exchange_declares_one_body_media_type():
+    # Two usable media types made openapi-python-client generate a module that fails to import (and pick the form
+    # for every JSON login); the form post still works and the description says so.
+    operation = api_schema()["paths"]["/api/v1/auth/token/"]["post"]
+    assert list(operation["requestBody"]["content"]) == ["application/json"]
+    assert "form" in operation["description"]
 
 
 def test_the_dialect_parameter_is_declared_where_bodies_repeat_first_release_keys():

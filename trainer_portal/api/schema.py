@@ -185,11 +185,16 @@ class PortalAutoSchema(AutoSchema):
 # --------------------------------------------------------------------------------------------------- post-processing
 
 
+# The null alternative of a nullable reference, spelled as OpenAPI 3.0.3 allows it (nullable next to a type).
+NULL_ONLY = {"type": "object", "nullable": True, "enum": [None]}
+
+
 def _fix_nullable(node: Any) -> None:
     """Rewrite OpenAPI 3.0 `nullable` without `type` (meaningless in 3.0.3) in place, recursively.
 
-    ``{allOf: [{$ref}], nullable: true}`` becomes ``{oneOf: [{$ref}], nullable: true, type: object}``; a free value
-    (``{nullable: true}``: any JSON, null included) loses ``nullable``, which adds nothing to "any value".
+    drf-spectacular's ``{allOf: [{$ref}], nullable: true}`` becomes ``{oneOf: [{$ref}, <null only>]}``, which
+    validators accept and generators read as "the model or None"; a free value (``{nullable: true}``: any JSON,
+    null included) loses ``nullable``, which adds nothing to "any value".
     """
     if isinstance(node, list):
         for item in node:
@@ -199,11 +204,11 @@ def _fix_nullable(node: Any) -> None:
         return
     for value in node.values():
         _fix_nullable(value)
-    if node.get("nullable") and "type" not in node:
-        if "allOf" in node or "oneOf" in node or "anyOf" in node or "$ref" in node:
-            node["type"] = "object"
-        else:
-            del node["nullable"]
+    if not node.get("nullable") or "type" in node:
+        return
+    del node["nullable"]
+    if "allOf" in node and len(node["allOf"]) == 1:
+        node["oneOf"] = [node.pop("allOf")[0], dict(NULL_ONLY)]
 
 
 def _fix_blank_enum_parameters(schema: dict) -> None:

@@ -335,7 +335,7 @@ class PreviewTopologyInfoSerializer(serializers.Serializer):
     ageSeconds = serializers.FloatField(allow_null=True, help_text="Age of the live snapshot (null: synthetic).")
 
 
-class PreviewResponseSerializer(serializers.Serializer):
+class PreviewResultSerializer(serializers.Serializer):
     """The preview: PodGroups, their manifests and YAML, the verdict, span, fragmentation and the heat map."""
 
     request = PreviewRequestSerializer(help_text="The validated request, defaults filled in.")
@@ -360,3 +360,7 @@ class PreviewResponseSerializer(serializers.Serializer):
     topology = PreviewTopologyInfoSerializer()
     caveat = serializers.CharField(allow_blank=True)
     warnings = serializers.ListField(child=serializers.CharField())
+
+
+# The name the views use; the schema component keeps its first name, PreviewResult.
+PreviewResponseSerializer = PreviewResultSerializer
