@@ -152,6 +152,10 @@ def test_the_strict_reading_refuses_an_undeclared_key():
 @pytest.mark.parametrize(("method", "path"), _operations(method="get"))
 def test_every_read_answers_only_declared_keys(as_alice, stored, method, path):
     values = {**PATH_VALUES, **stored}
+    if path.startswith("/api/v1/clusters/"):  # the cluster the migration made from the settings
+        from trainer_portal.cluster.models import Cluster
+
+        values["name"] = Cluster.objects.get(is_default=True).name
     url = path
     for key, value in values.items():
         url = url.replace("{" + key + "}", str(value))
