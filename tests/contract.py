@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import jsonschema
+import yaml
 
 from trainer_portal.api.dialect import camel_case
 
@@ -102,6 +103,13 @@ def assert_conforms(schema: dict, response, *, method: str, path: str) -> Any:
         return None
     media = response["Content-Type"].split(";")[0].strip()
     assert media in content, f"{method.upper()} {template} {status} sent {media}; declared {sorted(content)}"
+    if media == "application/yaml":
+        # A YAML answer declared as an array is a `---` stream (its documents); otherwise one document.
+        text = response.content.decode()
+        declared_schema = content[media].get("schema", {})
+        parsed = (list(yaml.safe_load_all(text)) if declared_schema.get("type") == "array" else yaml.safe_load(text))
+        _validate(strict(declared_schema, schema["components"]["schemas"]), parsed, f"{method.upper()} {template}")
+        return text
     if media != "application/json":
         return response.content.decode()
     body = json.loads(response.content)
@@ -110,8 +118,12 @@ def assert_conforms(schema: dict, response, *, method: str, path: str) -> Any:
     if dialect and "dialect=camel" not in path:
         checked = _legacy_aliases(body)
     closed = strict(content[media]["schema"], schema["components"]["schemas"])
-    errors = sorted(jsonschema.Draft202012Validator(closed).iter_errors(checked), key=lambda e: list(e.path))
-    assert not errors, f"{method.upper()} {template} {status}: " + "; ".join(
+    _validate(closed, checked, f"{method.upper()} {template} {status}")
+    return body
+
+
+def _validate(closed: dict, value: Any, where: str) -> None:
+    errors = sorted(jsonschema.Draft202012Validator(closed).iter_errors(value), key=lambda e: list(e.path))
+    assert not errors, f"{where}: " + "; ".join(
         f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message[:200]}" for e in errors[:10]
     )
-    return body

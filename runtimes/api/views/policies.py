@@ -414,7 +414,11 @@ class PolicyBulkExportApi(PolicyApiView):
         "--server-side -f`. Open to viewers.",
         parameters=[s.PolicyExportQuerySerializer],
         responses={
-            (200, "application/yaml"): OpenApiTypes.STR,
+            # A `---` stream: read with a multi-document loader (yaml.safe_load_all), it is a list of manifests.
+            (200, "application/yaml"): OpenApiResponse(
+                {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+                description="format=yaml: one ClusterTrainingRuntime per `---` document; format=json: a v1 List.",
+            ),
             (200, "application/json"): s.PolicyExportListSerializer,
         },
         tags=["runtimes"],
