@@ -69,6 +69,7 @@ def eager_celery():
 @pytest.fixture
 def stored(alice, cluster, eager_celery, django_capture_on_commit_callbacks):
     """A policy (two revisions, synced once), a bulk sync batch, a tracked TrainJob and a token; returns ids."""
+    from runtimes import selectors
     from runtimes.services import policies, sync
     from trainer_portal.tokens.services import token_issue
 
@@ -78,7 +79,7 @@ def stored(alice, cluster, eager_celery, django_capture_on_commit_callbacks):
     policies.policy_update(name=POLICY, manifest=changed, expected_version=policy.version, author=alice,
                            message="three nodes")
     with django_capture_on_commit_callbacks(execute=True):
-        sync.policy_sync_request(policy=policy.__class__.objects.get(name=POLICY), force=False)
+        sync.policy_sync_request(policy=selectors.policy_get(name=POLICY), force=False)
         batch = sync.policies_sync_request(names=[POLICY], actor=alice)
     live_tracker()
     tracked_job("team-a", POLICY, runtime=POLICY)

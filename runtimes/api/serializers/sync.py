@@ -133,9 +133,8 @@ class SyncBatchItemSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
     error = serializers.CharField(allow_blank=True, help_text="The cluster's message when the item failed.")
-    errorFields = serializers.ListField(
-        child=serializers.DictField(), help_text="The fields the cluster named (also `error_fields` until the next "
-        "release)."
+    errorFields = SyncErrorFieldSerializer(
+        many=True, help_text="The fields the cluster named (also `error_fields` until the next release)."
     )
 
 
