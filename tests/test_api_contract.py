@@ -171,8 +171,11 @@ def test_every_authenticated_operation_refuses_anonymous_callers_as_declared(db,
     url = path.replace("{token_id}", "1").replace("{number}", "1")
     for key in ("name", "namespace", "batch_id", "job_id"):
         url = url.replace("{" + key + "}", "x")
-    body = Api(APIClient()).call(method, url, {}, status=401, format="json")
-    assert body["error"]["code"] == "not_authenticated"
+    client = APIClient()
+    response = getattr(client, method)(url, {}, format="json")
+    body = assert_conforms(api_schema(), response, method=method, path=url)
+    assert response.status_code == 401 and body["error"]["code"] == "not_authenticated", body
+    assert response["WWW-Authenticate"] == "Token"
 
 
 # --------------------------------------------------------------------------------------------------- main flows
