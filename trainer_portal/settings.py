@@ -248,7 +248,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["trainer_portal.permissions.IsViewer"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "trainer_portal.api.schema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "trainer_portal.api.exceptions.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["trainer_portal.api.renderers.SafeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["trainer_portal.api.parsers.BoundedJSONParser"],
@@ -272,6 +272,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # Two fields are named "state" (policy sync state, TrainJob admission state): name both enums explicitly.
+    # Shared error statuses, `?dialect` and the OpenAPI 3.0 fixes live in trainer_portal.api.schema; the hook runs
+    # after drf-spectacular's own enum hook so it sees the finished document.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "trainer_portal.api.schema.postprocess_schema",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "StateEnum": "runtimes.choices.SyncState",
         "AdmissionStateEnum": "jobs.choices.AdmissionState",

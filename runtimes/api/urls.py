@@ -1,6 +1,6 @@
 """REST API v1 routes of the policy app (included under /api/v1/ by ``trainer_portal.api_urls``).
 
-Order matters: fixed paths under ``runtimes/`` (``sync/``, ``import/``, ``validate/``) come before
+Order matters: fixed paths under ``runtimes/`` (``sync/``, ``import/``, ``validate/``, ``export/``) come before
 ``runtimes/<name>/``, or they would be read as the name of a policy.
 """
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("runtimes/sync/", sync.RuntimesBulkSyncApi.as_view(), name="api-runtimes-bulk-sync"),
     path("runtimes/import/", policies.PolicyImportApi.as_view(), name="api-runtime-import"),
     path("runtimes/validate/", policies.PolicyValidateApi.as_view(), name="api-runtime-validate"),
+    path("runtimes/export/", policies.PolicyBulkExportApi.as_view(), name="api-runtimes-export"),
     path("runtimes/<str:name>/", policies.PolicyDetailApi.as_view(), name="api-runtime-detail"),
     path("runtimes/<str:name>/export/", policies.PolicyExportApi.as_view(), name="api-runtime-export"),
     path("runtimes/<str:name>/revisions/", policies.RevisionListApi.as_view(), name="api-runtime-revisions"),

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+import yaml
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.deserialization import get_yaml_loader
+from schemathesis.core.media_types import YAML_MEDIA_TYPES
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
@@ -25,6 +28,18 @@ from tests.runtimes.test_services import level1
 from trainer_portal.tokens.services import token_issue
 
 pytestmark = pytest.mark.django_db
+
+
+@schemathesis.deserializer(*YAML_MEDIA_TYPES)  # all of them: the first registered YAML type would win
+def _yaml_documents(ctx, response):
+    """Return a YAML answer as a YAML reader sees it: a `---` stream declared as an array is the list of its
+    documents (yaml.safe_load_all); any other YAML answer is its one document."""
+    text = response.content.decode(response.encoding or "utf-8")
+    declared = ctx.operation.definition.raw.get("responses", {}).get(str(response.status_code), {})
+    schema = declared.get("content", {}).get("application/yaml", {}).get("schema", {})
+    if schema.get("type") == "array":
+        return list(yaml.load_all(text, get_yaml_loader()))
+    return yaml.load(text, get_yaml_loader())
 
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 SEED = 20261201

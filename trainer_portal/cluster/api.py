@@ -139,6 +139,9 @@ def _status_response(request, cluster) -> Response:
 class ClusterApi(APIView):
     """The default (or ``?cluster=``) cluster's stored connection status (GET, viewer)."""
 
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
+
     permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.parsers import FormParser
@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trainer_portal.api.parsers import BoundedJSONParser
+from trainer_portal.api.schema import ErrorSerializer
 from trainer_portal.permissions import HasCapability
 from trainer_portal.roles import TOKENS_OWN, has_capability
 from trainer_portal.throttling import AuthRateThrottle
@@ -30,20 +31,7 @@ from .forms import NAME_MAX
 from .selectors import token_list
 from .services import token_issue, token_revoke
 
-_ERROR = inline_serializer(
-    name="TokenError",
-    fields={
-        "error": inline_serializer(
-            name="TokenErrorBody",
-            fields={
-                "code": serializers.CharField(),
-                "message": serializers.CharField(),
-                "status": serializers.IntegerField(),
-                "fields": serializers.ListField(child=serializers.DictField(), help_text="[{path, message, code}]"),
-            },
-        )
-    },
-)
+_ERROR = ErrorSerializer
 _THROTTLED = OpenApiResponse(_ERROR, description="Too many attempts from this address; see Retry-After.")
 
 
@@ -95,8 +83,11 @@ class ObtainTokenApi(APIView):
         summary="Get an API token",
         description="Exchange a username and password for a new API token that expires after the deployment's "
         "token lifetime. Send it as `Authorization: Token <token>`. Only accounts holding a portal role get one; "
-        "list and revoke tokens at `/api/v1/auth/tokens/` or on the API tokens page.",
-        request=AuthTokenSerializer,
+        "list and revoke tokens at `/api/v1/auth/tokens/` or on the API tokens page. A urlencoded form post "
+        "(`curl -d username=… -d password=…`) is accepted as well.",
+        # JSON only in the schema, though a urlencoded form works too (see the description): openapi-python-client
+        # generates code that cannot be imported for an operation with two usable body media types.
+        request={"application/json": AuthTokenSerializer},
         responses={
             200: IssuedTokenSerializer,
             400: OpenApiResponse(_ERROR, description="Missing fields, or wrong username or password."),

@@ -20,6 +20,9 @@ from runtimes.domain.policy import scheduling_summary
 from runtimes.domain.status import SYNC_STATUSES
 from runtimes.services.policies import MAX_MESSAGE_LENGTH
 
+# The error body is the project's (one component for every endpoint); re-exported for the views that name it.
+from trainer_portal.api.schema import ErrorBodySerializer, ErrorFieldSerializer, ErrorSerializer  # noqa: F401
+
 # PostgreSQL integer columns: larger numbers could never match and would fail the query.
 MAX_NUMBER = 2**31 - 1
 
@@ -123,35 +126,6 @@ class ProblemSerializer(serializers.Serializer):
     message = serializers.CharField()
     severity = serializers.ChoiceField(choices=["error", "warning"])
     code = serializers.CharField()
-
-
-class ErrorFieldSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="e.g. manifest.spec.scheduling.replicatedJobs[0].targetReplicatedJobs")
-    manifestPath = serializers.CharField(required=False, help_text="Manifest problems: the path inside the manifest.")
-    message = serializers.CharField()
-    code = serializers.CharField()
-    severity = serializers.CharField(required=False)
-    document = serializers.IntegerField(required=False, help_text="Import only: 0-based document index.")
-    line = serializers.IntegerField(required=False, allow_null=True)
-    column = serializers.IntegerField(required=False, allow_null=True)
-
-
-class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    status = serializers.IntegerField()
-    fields = ErrorFieldSerializer(many=True)
-    currentVersion = serializers.IntegerField(required=False, help_text="409 only: the version to reload.")
-    expectedVersion = serializers.IntegerField(required=False, help_text="409 only: the version you sent.")
-    changes = serializers.ListField(
-        child=serializers.DictField(), required=False, help_text="409 only: {path, op, old, new} since your version."
-    )
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The body of every error response."""
-
-    error = ErrorBodySerializer()
 
 
 # --------------------------------------------------------------------------------------------------- policies
@@ -366,6 +340,30 @@ class PolicyFilterSerializer(serializers.Serializer):
         help_text="What the cluster holds (`drifted`, `missing`, …).",
     )
     ordering = serializers.ChoiceField(choices=list(POLICY_ORDERINGS), required=False, default="name")
+
+
+EXPORT_FORMATS = ("yaml", "json")
+
+
+class PolicyExportQuerySerializer(PolicyFilterSerializer):
+    """Query parameters of the bulk export: the list's filters and the output format."""
+
+    format = serializers.ChoiceField(
+        choices=list(EXPORT_FORMATS),
+        required=False,
+        default="yaml",
+        help_text="yaml: one `---`-separated stream (application/yaml); json: a v1 `List` of the manifests "
+        "(application/json). Both import as they are, and `kubectl apply --server-side -f` takes both.",
+    )
+
+
+class PolicyExportListSerializer(serializers.Serializer):
+    """The JSON bulk export: a Kubernetes `v1 List` (what `kubectl get -o json` writes for many objects)."""
+
+    # Plain strings: an enum of one value would collide with the preview's apiVersion enum in generated names.
+    apiVersion = serializers.CharField(help_text="v1")
+    kind = serializers.CharField(help_text="List")
+    items = serializers.ListField(child=ManifestField(), help_text="The policies' manifests, in list order.")
 
 
 class PolicyCreateSerializer(serializers.Serializer):

@@ -6,8 +6,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runtimes.api.serializers.policies import ErrorBodySerializer, PolicyClusterSyncSerializer, cluster_sync_rows
+from runtimes.api.serializers.policies import PolicyClusterSyncSerializer, cluster_sync_rows
 from runtimes.choices import SyncState
+from trainer_portal.api.schema import ErrorSerializer
 
 # --------------------------------------------------------------------------------------------------- inputs
 
@@ -188,9 +189,8 @@ class SyncBatchItemSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["pending", "succeeded", "failed"])
     state = serializers.ChoiceField(choices=SyncState.choices)
     error = serializers.CharField(allow_blank=True, help_text="The cluster's message when the item failed.")
-    errorFields = serializers.ListField(
-        child=serializers.DictField(), help_text="The fields the cluster named (also `error_fields` until the next "
-        "release)."
+    errorFields = SyncErrorFieldSerializer(
+        many=True, help_text="The fields the cluster named (also `error_fields` until the next release)."
     )
 
 
@@ -315,29 +315,5 @@ class AdoptResultSerializer(serializers.Serializer):
 
 # --------------------------------------------------------------------------------------------------- errors
 
-
-class KubeCauseSerializer(serializers.Serializer):
-    field = serializers.CharField(allow_blank=True)
-    message = serializers.CharField(allow_blank=True)
-    reason = serializers.CharField(allow_blank=True)
-
-
-class KubeErrorSerializer(serializers.Serializer):
-    type = serializers.CharField(help_text="e.g. KubeInvalid, KubeUnavailable")
-    message = serializers.CharField(allow_blank=True)
-    permanent = serializers.BooleanField()
-    status = serializers.IntegerField(allow_null=True)
-    reason = serializers.CharField(allow_blank=True)
-    causes = KubeCauseSerializer(many=True)
-
-
-class ClusterErrorBodySerializer(ErrorBodySerializer):
-    cluster = KubeErrorSerializer(help_text="What the Kubernetes API answered.")
-
-
-class ClusterErrorSerializer(serializers.Serializer):
-    """502 (permanent) / 503 (transient) cluster failure."""
-
-    error = ClusterErrorBodySerializer()
-
-
+# 502/503 cluster failures have the one error body; its `error.cluster` says what the Kubernetes API answered.
+ClusterErrorSerializer = ErrorSerializer

@@ -19,6 +19,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.generics import GenericAPIView
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -388,6 +389,57 @@ class PolicyExportApi(PolicyApiView):
         response = HttpResponse(dump_yaml(manifest), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{policy.name}.yaml"'
         response["ETag"] = f'"{policy.version}"'
+        return response
+
+
+class JsonErrorsNegotiation(DefaultContentNegotiation):
+    """Always JSON for what DRF renders (errors): `?format=` names the export's format here, not a renderer."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class PolicyBulkExportApi(PolicyApiView):
+    """Download every policy matching the list's filters as one YAML stream or one JSON `List`."""
+
+    renderer_classes = [SafeJSONRenderer]
+    content_negotiation_class = JsonErrorsNegotiation
+
+    @extend_schema(
+        operation_id="runtimes_export_bulk",
+        summary="Export many policies (YAML stream or JSON List)",
+        description="Every policy the list's filters select (same `search`, `framework`, … and `ordering`), in one "
+        "answer: `format=yaml` (default) is one `---`-separated YAML stream, `format=json` a v1 `List`. Each "
+        "manifest is as the single export writes it (no server-populated fields; disruptionMode in the cluster "
+        "CRD's form). Both import unchanged (`POST /api/v1/runtimes/import/`) and apply with `kubectl apply "
+        "--server-side -f`. Open to viewers.",
+        parameters=[s.PolicyExportQuerySerializer],
+        responses={
+            # A `---` stream: read with a multi-document loader (yaml.safe_load_all), it is a list of manifests.
+            (200, "application/yaml"): OpenApiResponse(
+                {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+                description="format=yaml: one ClusterTrainingRuntime per `---` document; format=json: a v1 List.",
+            ),
+            (200, "application/json"): s.PolicyExportListSerializer,
+        },
+        tags=["runtimes"],
+    )
+    def get(self, request):
+        query = s.PolicyExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        filters = dict(query.validated_data)
+        output = filters.pop("format")
+        manifests = [selectors.manifest_in_cluster_form(p.manifest) for p in selectors.policy_list(**filters)]
+        if output == "json":
+            body = SafeJSONRenderer().render({"apiVersion": "v1", "kind": "List", "items": manifests})
+            response = HttpResponse(body, content_type="application/json")
+            filename = "runtimes.json"
+        else:
+            response = HttpResponse(
+                "".join(f"---\n{dump_yaml(m)}" for m in manifests), content_type="application/yaml; charset=utf-8"
+            )
+            filename = "runtimes.yaml"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
 

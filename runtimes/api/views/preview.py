@@ -8,7 +8,7 @@ whose `error.fields[].path` names the field (`numNodes`, `resourcesPerNode.nvidi
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -22,6 +22,7 @@ from runtimes.services.preview import (
     preview_manifest,
     preview_policy,
 )
+from trainer_portal.api.schema import ErrorSerializer
 from trainer_portal.permissions import HasCapability
 from trainer_portal.roles import PREVIEW_RUN
 
@@ -79,7 +80,10 @@ class RuntimePreviewApi(APIView):
         parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, description="Policy name"),
                     _CLUSTER_PARAM],
         request=PreviewRequestSerializer,
-        responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+        responses={
+            200: PreviewResponseSerializer,
+            404: OpenApiResponse(ErrorSerializer, description="No policy with this name."),
+        },
         examples=[_REQUEST_EXAMPLE, _ERROR_EXAMPLE],
         tags=["preview"],
     )
@@ -102,7 +106,7 @@ class UnsavedPreviewApi(APIView):
         "with paths under `manifest.`.",
         parameters=[_CLUSTER_PARAM],
         request=UnsavedPreviewRequestSerializer,
-        responses={200: PreviewResponseSerializer, 400: OpenApiTypes.OBJECT},
+        responses={200: PreviewResponseSerializer},
         examples=[_ERROR_EXAMPLE],
         tags=["preview"],
     )

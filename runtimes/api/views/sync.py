@@ -130,6 +130,9 @@ class RuntimeSyncApi(APIView):
 class RuntimeSyncImpactApi(APIView):
     """What applying the current revision changes (GET, viewer)."""
 
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
+
     permission_classes = [HasCapability.of(POLICIES_VIEW)]
 
     @extend_schema(
@@ -203,6 +206,9 @@ class RuntimesBulkSyncApi(APIView):
 
 class SyncBatchApi(APIView):
     """Progress of a bulk sync batch (GET, viewer); also served at the deprecated ``sync-jobs/{id}/``."""
+
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
 
     permission_classes = [HasCapability.of(POLICIES_VIEW)]
 
