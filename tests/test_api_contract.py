@@ -153,10 +153,14 @@ def test_the_strict_reading_refuses_an_undeclared_key():
 @pytest.mark.parametrize(("method", "path"), _operations(method="get"))
 def test_every_read_answers_only_declared_keys(as_alice, stored, method, path):
     values = {**PATH_VALUES, **stored}
-    if path.startswith("/api/v1/clusters/"):  # the cluster the migration made from the settings
+    if path.startswith(("/api/v1/clusters/", "/api/v1/cluster/")):  # the cluster the migration made
         from trainer_portal.cluster.models import Cluster
 
         values["name"] = Cluster.objects.get(is_default=True).name
+    if "{user_id}" in path:  # the caller's own account
+        from django.contrib.auth import get_user_model
+
+        values["user_id"] = get_user_model().objects.get(username="alice").pk
     url = path
     for key, value in values.items():
         url = url.replace("{" + key + "}", str(value))
@@ -168,7 +172,7 @@ def test_every_read_answers_only_declared_keys(as_alice, stored, method, path):
 
 @pytest.mark.parametrize(("method", "path"), _operations(authenticated=True))
 def test_every_authenticated_operation_refuses_anonymous_callers_as_declared(db, method, path):
-    url = path.replace("{token_id}", "1").replace("{number}", "1")
+    url = path.replace("{token_id}", "1").replace("{number}", "1").replace("{user_id}", "1")
     for key in ("name", "namespace", "batch_id", "job_id"):
         url = url.replace("{" + key + "}", "x")
     client = APIClient()

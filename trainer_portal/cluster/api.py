@@ -159,6 +159,9 @@ class ClusterApi(APIView):
 class ClusterNamedApi(APIView):
     """One named cluster's stored connection status (GET, viewer)."""
 
+    # Answers through `camel_body`: the schema declares `?dialect` (trainer_portal.api.schema).
+    camel_dialect = True
+
     permission_classes = [HasCapability.of(CLUSTER_VIEW)]
 
     @extend_schema(
