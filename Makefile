@@ -8,11 +8,11 @@ PYTHON := $(shell scripts/find-python)
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || (echo "No Python >= 3.12 found" >&2; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 # Debian packages the browser tests and the kubectl smoke test need (chromium, kubectl).

@@ -144,6 +144,14 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
     )
 }
+# Passwords shipped in examples and tutorials; production refuses them (an empty one is allowed: trust, peer and
+# certificate authentication need none).
+KNOWN_DEFAULT_DATABASE_PASSWORDS = frozenset({"portal", "postgres", "password", "change-me", "changeme", "secret"})
+if not EMBEDDED and DATABASES["default"].get("PASSWORD") in KNOWN_DEFAULT_DATABASE_PASSWORDS:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is refused in production mode: its password is a published default. "
+        'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite has one writer at a time. A deferred transaction that has read cannot take the write lock while another
     # writer holds it and fails at once ("database is locked", no busy wait); IMMEDIATE takes the lock on BEGIN, so
