@@ -4,20 +4,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTHON := $(shell scripts/find-python)
 
-.PHONY: install system-deps run test lint bench clean
+.PHONY: install system-deps test-deps run test lint bench clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -n "$(PYTHON)" || (echo "No Python >= 3.12 found" >&2; exit 1)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 # Debian packages the browser tests and the kubectl smoke test need (chromium, kubectl).
 system-deps:
 	scripts/ensure-system-deps
+
+# The OpenID provider the single sign-on tests start (npm oidc-provider, pinned by tests/sso/package-lock.json).
+test-deps: tests/sso/node_modules/.installed
+
+tests/sso/node_modules/.installed: tests/sso/package.json tests/sso/package-lock.json
+	cd tests/sso && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 run: install
 	scripts/run-embedded
@@ -26,7 +33,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-test: install system-deps lint
+test: install system-deps test-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install

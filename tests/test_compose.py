@@ -19,11 +19,35 @@ def _services() -> dict:
     return COMPOSE["services"]
 
 
-def test_it_defines_the_five_services_with_healthchecks_for_the_long_running_ones():
+def test_it_defines_the_services_with_healthchecks_for_every_long_running_one():
     services = _services()
-    assert {"postgres", "redis", "web", "worker", "beat"} <= set(services)
-    for name in ("postgres", "redis", "web", "worker"):
+    assert {"postgres", "redis", "web", "worker", "beat", "cluster-watch"} <= set(services)
+    for name in ("postgres", "redis", "web", "worker", "beat", "cluster-watch"):
         assert services[name]["healthcheck"]["test"], name
+
+
+@pytest.mark.parametrize("service", ["worker", "beat", "cluster-watch"])
+def test_background_healthchecks_run_the_liveness_command(service):
+    test = _services()[service]["healthcheck"]["test"]
+    assert test[:4] == ["CMD", "python", "manage.py", "process_alive"]
+    assert test[4] == service
+    assert "process_alive" in get_commands()
+
+
+@pytest.mark.parametrize("service", ["web", "worker", "beat", "migrate", "cluster-watch"])
+def test_portal_services_run_read_only_without_capabilities_and_with_limits(service):
+    spec = _services()[service]
+    assert spec["read_only"] is True
+    assert "/tmp" in spec["tmpfs"]
+    assert spec["cap_drop"] == ["ALL"]
+    assert "no-new-privileges:true" in spec["security_opt"]
+    assert spec["deploy"]["resources"]["limits"]["memory"]
+
+
+def test_no_default_database_password():
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert ":-portal}" not in text
+    assert "${POSTGRES_PASSWORD:?" in _services()["postgres"]["environment"]["POSTGRES_PASSWORD"]
 
 
 def test_it_keeps_data_in_named_volumes():
@@ -75,16 +99,31 @@ def test_the_env_example_lists_every_variable_compose_reads_from_env():
         assert f"{variable}=" in example
 
 
-def test_the_dockerfile_installs_the_pinned_requirements():
+def test_the_dockerfile_installs_the_pinned_runtime_requirements_only():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "pip install -r requirements.txt" in dockerfile
+    assert "requirements-dev" not in dockerfile
     assert "collectstatic" in dockerfile
+    assert "USER 10001" in dockerfile
+    runtime = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
+               if "==" in line}
+    for tool in ("pytest", "playwright", "schemathesis", "ruff", "import-linter", "hypothesis", "pytest-django"):
+        assert tool not in runtime, f"{tool} is a development tool, not a runtime dependency"
+    assert {"django", "celery", "kubernetes", "gunicorn", "psycopg"} <= runtime
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
 
 
-def test_the_cluster_watcher_runs_an_existing_command_and_shares_the_snapshot_volume():
+def test_the_image_leaves_out_tests_sandbox_and_local_state():
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {"tests", "sandbox", "benchmarks", ".venv", ".git", "var", "db.sqlite3*", ".env"} <= ignored
+
+
+def test_the_cluster_watcher_runs_an_existing_command_and_no_volume_is_shared_between_services():
     command = _services()["cluster-watch"]["command"]
     assert command[:3] == ["python", "manage.py", "cluster_watch"]
     assert "cluster_watch" in get_commands()
     assert "topology_watch" not in get_commands()
+    # State lives in the database: web replicas and the watcher share no folder.
+    assert "portal-var" not in COMPOSE["volumes"]
     for service in ("web", "cluster-watch"):
-        assert "portal-var:/app/var" in _services()[service]["volumes"]
+        assert not any("/app/var" in volume for volume in _services()[service]["volumes"])

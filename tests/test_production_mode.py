@@ -57,6 +57,14 @@ def test_production_refuses_a_weak_or_public_secret_key(key):
     assert "DJANGO_SECRET_KEY is refused in production mode" in result.stderr
 
 
+@pytest.mark.parametrize("password", ["portal", "change-me", "postgres"])
+def test_production_refuses_a_published_default_database_password(password):
+    result = _check(DATABASE_URL=f"postgres://portal:{password}@db.example.com:5432/portal")
+
+    assert result.returncode != 0
+    assert "DATABASE_URL is refused in production mode" in result.stderr
+
+
 def test_production_refuses_debug():
     result = _check(DJANGO_DEBUG="1")
 

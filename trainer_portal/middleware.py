@@ -61,7 +61,8 @@ class PermissionsPolicyMiddleware:
 
 
 class HealthCheckMiddleware:
-    """Answer ``GET /healthz`` with ``{"status": "ok"}`` before the Host header is validated.
+    """Answer ``GET /healthz`` (liveness) and ``GET /readyz`` (readiness: the database answers) before the Host header
+    is validated.
 
     The container health check runs inside the container and calls ``http://127.0.0.1:8000/healthz``, a host name
     production does not allow; the probe must pass without widening ``ALLOWED_HOSTS`` or turning DEBUG on.
@@ -71,6 +72,27 @@ class HealthCheckMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info == "/healthz" and request.method in ("GET", "HEAD"):
-            return JsonResponse({"status": "ok"})
+        if request.method in ("GET", "HEAD"):
+            if request.path_info == "/healthz":
+                return JsonResponse({"status": "ok"})
+            if request.path_info == "/readyz":
+                return _readiness()
         return self.get_response(request)
+
+
+def _readiness() -> HttpResponse:
+    """Return 200 when the database answers ``SELECT 1``, else 503: a replica that cannot read takes no traffic.
+
+    ``/healthz`` (liveness) deliberately does not look at the database: an outage must not restart every web pod.
+    """
+    from django.db import DatabaseError, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        logger.warning("readiness: database unavailable: %s", exc)
+        response = JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    return JsonResponse({"status": "ok", "database": "ok"})

@@ -20,6 +20,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from trainer_portal.sso import config as sso_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TRAINER_PORTAL_VAR_DIR", BASE_DIR / "var"))
 
@@ -117,7 +119,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -125,6 +126,7 @@ INSTALLED_APPS = [
     "trainer_portal.cluster",
     "trainer_portal.health",
     "trainer_portal.tokens",
+    "trainer_portal.sso",
     "runtimes",
     "jobs",
 ]
@@ -141,6 +143,8 @@ MIDDLEWARE = [
     "trainer_portal.api.limits.ApiBodyLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Re-checks SSO sessions with the identity provider when their ID token's trust period ends (no-op otherwise).
+    "trainer_portal.sso.middleware.SsoSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -174,6 +178,14 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
     )
 }
+# Passwords shipped in examples and tutorials; production refuses them (an empty one is allowed: trust, peer and
+# certificate authentication need none).
+KNOWN_DEFAULT_DATABASE_PASSWORDS = frozenset({"portal", "postgres", "password", "change-me", "changeme", "secret"})
+if not EMBEDDED and DATABASES["default"].get("PASSWORD") in KNOWN_DEFAULT_DATABASE_PASSWORDS:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is refused in production mode: its password is a published default. "
+        'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite has one writer at a time. A deferred transaction that has read cannot take the write lock while another
     # writer holds it and fails at once ("database is locked", no busy wait); IMMEDIATE takes the lock on BEGIN, so
@@ -223,6 +235,24 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # API tokens: a new token is valid this many days unless its owner asks for fewer (at most the maximum).
 API_TOKEN_LIFETIME_DAYS = int(os.environ.get("TRAINER_PORTAL_TOKEN_DAYS", "30"))
 API_TOKEN_MAX_DAYS = int(os.environ.get("TRAINER_PORTAL_TOKEN_MAX_DAYS", "365"))
+
+# Single sign-on (OpenID Connect, mozilla-django-oidc): off unless TRAINER_PORTAL_OIDC_ISSUER is set
+# (trainer_portal/sso/config.py, docs/operations.md "Single sign-on"). The backend and the session middleware are
+# always installed and do nothing while SSO is off.
+TRAINER_PORTAL_SSO = sso_config.load()
+if sso_problems := TRAINER_PORTAL_SSO.problems():
+    raise ImproperlyConfigured("Single sign-on is misconfigured: " + "; ".join(sso_problems))
+AUTHENTICATION_BACKENDS = [
+    "trainer_portal.sso.backends.PortalOIDCBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of RP-initiated logout
+OIDC_RP_SIGN_ALGO = os.environ.get("TRAINER_PORTAL_OIDC_SIGN_ALGO", "RS256")
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL_FAILURE = "login"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -380,7 +410,9 @@ SECURE_CSP = {
     "connect-src": [CSP.SELF],
     "object-src": [CSP.NONE],
     "base-uri": [CSP.NONE],
-    "form-action": [CSP.SELF],
+    # A form may lead to the identity provider: logging out redirects there (RP-initiated logout), and browsers
+    # apply form-action to a form's redirects too.
+    "form-action": [CSP.SELF, *TRAINER_PORTAL_SSO.origins()],
     "frame-ancestors": [CSP.NONE],
 }
 # Browser features the portal never uses are switched off for it and anything it could embed.

@@ -1,7 +1,6 @@
 """Top-level URL map: pages, the REST API under /api/v1/, the OpenAPI schema and docs."""
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
@@ -11,6 +10,7 @@ from . import views
 from .api_docs import RedocDocsView, SwaggerDocsView
 from .permissions import HasCapability
 from .roles import API_DOCS
+from .sso.views import PortalLogoutView
 
 # Every portal role may use the API, so every one may read its schema and docs.
 _DOCS = {"permission_classes": [HasCapability.of(API_DOCS)]}
@@ -34,7 +34,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", _FaviconRedirect.as_view(), name="favicon"),
     path("login/", views.ThrottledLoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", PortalLogoutView.as_view(), name="logout"),
+    path("oidc/", include("trainer_portal.sso.urls")),
     path("admin/", admin.site.urls),
     path("account/tokens/", include("trainer_portal.tokens.urls")),
     path("users/", include("trainer_portal.users.urls")),

@@ -22,6 +22,11 @@ _beat = {"running": False, "recorded": 0.0}
 def _record(process: str, hostname: str, queue_depth: int | None = None) -> None:
     from django.db import connections
 
+    from trainer_portal import liveness
+
+    # Proof of life for the container's liveness probe first: it must not depend on the database being up.
+    liveness.touch(process)
+
     from .models import Process
     from .services import heartbeat_record
 

@@ -82,6 +82,7 @@ JOBSET = ResourceKind("jobset.x-k8s.io", "JobSet", "jobsets", True, ("v1alpha2",
 KUEUE_WORKLOAD = ResourceKind("kueue.x-k8s.io", "Workload", "workloads", True, ("v1beta2", "v1beta1"))
 EVENT = ResourceKind("", "Event", "events", True, ("v1",))
 LEASE = ResourceKind("coordination.k8s.io", "Lease", "leases", True, ("v1",))
+SECRET = ResourceKind("", "Secret", "secrets", True, ("v1",))
 CRD = ResourceKind("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False, ("v1",))
 
 # Core resources are always served at v1; no discovery round-trip is needed for them.
@@ -120,4 +121,20 @@ WORKER_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
     ("watch", JOBSET),
     ("list", KUEUE_WORKLOAD),
     ("watch", KUEUE_WORKLOAD),
+)
+
+# The cluster page's probes: dry-run creates (nothing is stored) of a PodGroup (is the topology gate on?) and a
+# ClusterTrainingRuntime (does the CRD keep spec.scheduling? — covered by "create" above), and the CRD's schema.
+PROBE_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
+    ("create", PODGROUP),
+    ("get", CRD),
+)
+
+# Granted by a Role in the portal's own namespace only: leader election of ``cluster_watch`` (one Lease per cluster),
+# and the kubeconfigs of clusters registered "from a Secret" (never Secrets cluster-wide).
+NAMESPACE_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
+    ("get", LEASE),
+    ("create", LEASE),
+    ("update", LEASE),
+    ("get", SECRET),
 )

@@ -26,8 +26,9 @@ from trainer_portal.permissions import HasCapability
 from trainer_portal.roles import TOKENS_OWN, has_capability
 from trainer_portal.throttling import AuthRateThrottle
 
-from .errors import TokenNotFound
+from .errors import TokenNotFound, TokenOutlivesItsMinter
 from .forms import NAME_MAX
+from .models import ApiToken
 from .selectors import token_list
 from .services import token_issue, token_revoke
 
@@ -131,8 +132,12 @@ class TokenListCreateApi(APIView):
         serializer = TokenCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         days = serializer.validated_data.get("days")
-        issued = token_issue(user=request.user, name=serializer.validated_data["name"],
-                             lifetime=timedelta(days=days) if days else None)
+        minted_by = request.auth if isinstance(request.auth, ApiToken) else None
+        try:
+            issued = token_issue(user=request.user, name=serializer.validated_data["name"],
+                                 lifetime=timedelta(days=days) if days else None, minted_by=minted_by)
+        except TokenOutlivesItsMinter as exc:
+            raise exceptions.ValidationError({"days": [f"{exc}; ask for fewer days, or sign in with a password"]})
         return Response(_issued(issued, request.user), status=status.HTTP_201_CREATED)
 
 

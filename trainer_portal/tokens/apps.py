@@ -8,3 +8,8 @@ class TokensConfig(AppConfig):
     label = "tokens"
     verbose_name = "API tokens"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import signals
+
+        signals.connect()

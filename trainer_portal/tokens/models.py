@@ -16,6 +16,8 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=12)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
+    # The token that created this one over the API, if any: it expires no later, and revoking it revokes this one.
+    minted_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="minted")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from .errors import TokenNotFound
+from .errors import TokenNotFound, TokenOutlivesItsMinter
 from .models import ApiToken
 
 KEY_PREFIX = "tp_"
@@ -34,13 +34,24 @@ def token_lifetime() -> timedelta:
     return timedelta(days=settings.API_TOKEN_LIFETIME_DAYS)
 
 
-def token_issue(*, user, name: str, lifetime: timedelta | None = None, now: datetime | None = None) -> IssuedToken:
-    """Create a token for ``user`` valid for ``lifetime`` (default: the setting); return it with its key."""
+def token_issue(*, user, name: str, lifetime: timedelta | None = None, now: datetime | None = None,
+                minted_by: ApiToken | None = None) -> IssuedToken:
+    """Create a token for ``user`` valid for ``lifetime`` (default: the setting); return it with its key.
+
+    ``minted_by`` is the token that authenticated the request, if any: the new token expires no later than it (the
+    default lifetime is shortened to fit) and is revoked with it. Raises TokenOutlivesItsMinter when an explicit
+    ``lifetime`` would outlive ``minted_by``.
+    """
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     now = now or timezone.now()
+    expires_at = now + (lifetime or token_lifetime())
+    if minted_by is not None and expires_at > minted_by.expires_at:
+        if lifetime is not None:
+            raise TokenOutlivesItsMinter(minted_by.expires_at)
+        expires_at = minted_by.expires_at
     token = ApiToken.objects.create(
         user=user, name=name.strip()[:100] or "API token", key_hash=key_hash(key), prefix=key[:10],
-        expires_at=now + (lifetime or token_lifetime()),
+        expires_at=expires_at, minted_by=minted_by,
     )
     return IssuedToken(token=token, key=key)
 
@@ -57,8 +68,17 @@ def token_authenticate(*, key: str, now: datetime | None = None) -> tuple[ApiTok
     return token, ""
 
 
+def tokens_revoke_all(*, user) -> int:
+    """Delete every token of ``user`` (password changed, account disabled, no role left); return how many."""
+    _, by_model = ApiToken.objects.filter(user=user).delete()
+    return by_model.get(ApiToken._meta.label, 0)
+
+
 def token_revoke(*, user, token_id: int) -> None:
-    """Delete token ``token_id`` of ``user``. Raises TokenNotFound when ``user`` has no such token."""
+    """Delete token ``token_id`` of ``user`` and every token it minted (recursively).
+
+    Raises TokenNotFound when ``user`` has no such token.
+    """
     deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
     if not deleted:
         raise TokenNotFound(token_id)

@@ -1,0 +1,1 @@
+"""Single sign-on with OpenID Connect (mozilla-django-oidc): PKCE, RP-initiated logout, IdP groups → portal roles."""
