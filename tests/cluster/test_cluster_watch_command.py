@@ -34,7 +34,7 @@ def command(cluster, var_dir: Path, *args: str) -> subprocess.Popen:
     if not database.exists():
         migrated_database(var_dir)
     env = portal_env(database, var_dir, TRAINER_PORTAL_KUBECONFIG=cluster.kubeconfig,
-                     TRAINER_PORTAL_LEASE_NAME=LEASE_BASE)
+                     TRAINER_PORTAL_LEASE_NAME=LEASE_BASE, TRAINER_PORTAL_ALIVE_DIR=str(var_dir / "alive"))
     return subprocess.Popen([sys.executable, "manage.py", "cluster_watch", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -55,9 +55,11 @@ def test_cluster_watch_saves_the_snapshot_holds_the_lease_and_stops_on_a_signal(
         assert process.poll() is None, process.stderr.read()
         lease = wait_until(lambda: gateway.get(resources.COORDINATION_LEASE, name=LEASE_NAME, namespace="default"))
         assert lease["spec"]["holderIdentity"].split("_")[1] == str(process.pid)
+        # Its watches live: the liveness probe's file is touched (manage.py process_alive cluster-watch).
+        assert wait_until(lambda: (tmp_path / "alive" / "cluster-watch.alive").exists(), timeout=10)
 
         process.send_signal(signum)
-        out, err = process.communicate(timeout=5)  # a clean stop is prompt: TimeoutExpired fails the test
+        out, err = process.communicate(timeout=10)  # a clean stop is prompt: TimeoutExpired fails the test
     finally:
         if process.poll() is None:
             process.kill()

@@ -67,3 +67,21 @@ def test_a_worker_heartbeat_touches_the_file_even_when_the_database_is_down(aliv
 
     _record("worker", "host-1")  # no database access allowed here: the heartbeat row fails, the file must not
     assert liveness.age_seconds("worker") is not None
+
+
+def test_a_watch_with_neither_progress_nor_attempts_is_wedged():
+    """The watcher's liveness: a quiet or failing cluster keeps counting (alive); a stuck watch thread does not."""
+    from types import SimpleNamespace
+
+    from trainer_portal.cluster.informers import InformerHub
+    from trainer_portal.kube.watch import WatchStats
+
+    stats = WatchStats()
+    kind = type("Kind", (), {"label": "pods"})()
+    hub = SimpleNamespace(watchers={kind: SimpleNamespace(stats=stats)}, _liveness_marks={})
+    start = stats.last_progress
+    assert InformerHub.wedged_watches(hub, now=start + 1) == []
+    assert InformerHub.wedged_watches(hub, now=start + 100) == []
+    assert InformerHub.wedged_watches(hub, now=start + 200) == ["pods"]
+    stats.errors += 1  # a failing cluster: the watch keeps trying, so the process is not restarted
+    assert InformerHub.wedged_watches(hub, now=start + 201) == []

@@ -78,6 +78,8 @@ class CrdSchemaSerializer(serializers.Serializer):
 class ClusterPermissionSerializer(serializers.Serializer):
     verb = serializers.CharField()
     resource = serializers.CharField()
+    namespace = serializers.CharField(allow_blank=True, required=False,
+                                      help_text="The namespace the grant is checked in ('' = cluster-wide).")
     allowed = serializers.BooleanField()
     reason = serializers.CharField(allow_blank=True)
     error = serializers.CharField(allow_blank=True)

@@ -164,6 +164,7 @@ class InformerHub:
         self.cluster = cluster
         self.gateway = gateway or gateway_factory(cluster)
         self.idle_timeout = idle_timeout
+        self._liveness_marks: dict[ResourceKind, tuple[tuple[int, ...], float]] = {}
         self.probe_timeout = probe_timeout
         self.stop = stop or threading.Event()
         self.elector = elector
@@ -219,6 +220,24 @@ class InformerHub:
                 for handler in self.handlers
             },
         }
+
+    def wedged_watches(self, *, now: float | None = None, after: float = 120.0) -> list[str]:
+        """Return the kinds whose watch made no progress (no list, event, bookmark or clean end) and no attempt
+        (error, reconnect, stall, idle check) for ``after`` seconds — a stuck thread, not a quiet or failing cluster
+        (those keep counting attempts). [] when every watch lives; the liveness probe restarts a wedged process."""
+        now = time.monotonic() if now is None else now
+        wedged = []
+        for kind, watcher in list(self.watchers.items()):
+            stats = watcher.stats
+            marks = (stats.relists, stats.events, stats.bookmarks, stats.reconnects, stats.errors, stats.idles,
+                     stats.stalls, stats.expired)
+            previous = self._liveness_marks.get(kind)
+            if previous is None or previous[0] != marks:
+                self._liveness_marks[kind] = (marks, now)
+                continue
+            if now - max(previous[1], stats.last_progress) > after:
+                wedged.append(kind.label)
+        return wedged
 
     # -- the loop ---------------------------------------------------------------------------------------------
 

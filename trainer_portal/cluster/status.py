@@ -17,6 +17,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from trainer_portal import kube
+from trainer_portal.kube.resources import NAMESPACE_PERMISSIONS, PROBE_PERMISSIONS
 
 from . import connections
 from .domain.crd_schema import scheduling_schema
@@ -154,7 +155,13 @@ def probe_cluster(cluster: Cluster | None = None, *, gateway: kube.Gateway | Non
     status["dra_claims_gate"] = probe_dra_claims_gate(gateway, status["scheduling_versions"])
     status["crd_schema"] = probe_crd_schema(gateway)
     if include_permissions:
-        status["permissions"] = [_permission(gateway, verb, kind) for verb, kind in kube.WORKER_PERMISSIONS]
+        # Every grant the manifests give (deploy/kubernetes/base/rbac.yaml is generated from the same lists):
+        # cluster-wide reads and applies, the probes' dry-runs, and Leases/Secrets in the Lease namespace.
+        lease_namespace = getattr(django_settings, "CLUSTER_WATCH_LEASE_NAMESPACE", "default")
+        status["permissions"] = [
+            *(_permission(gateway, verb, kind) for verb, kind in (*kube.WORKER_PERMISSIONS, *PROBE_PERMISSIONS)),
+            *(_permission(gateway, verb, kind, namespace=lease_namespace) for verb, kind in NAMESPACE_PERMISSIONS),
+        ]
     return _finish(status, started)
 
 
@@ -399,17 +406,21 @@ def _api_check(gateway: kube.Gateway, group: str, version: str, hint: str) -> di
     }
 
 
-def _permission(gateway: kube.Gateway, verb: str, kind: kube.ResourceKind) -> dict[str, Any]:
-    review = gateway.access_review(verb=verb, kind=kind)
+def _permission(gateway: kube.Gateway, verb: str, kind: kube.ResourceKind, *,
+                namespace: str | None = None) -> dict[str, Any]:
+    review = gateway.access_review(verb=verb, kind=kind, namespace=namespace)
     hint = ""
     if not review.allowed:
+        where = f" -n {namespace}" if namespace else ""
         hint = (
-            f'Grant "{verb}" on {kind.label} to the worker\'s identity (see the ClusterRole in docs/operations.md): '
-            f"kubectl auth can-i {verb} {kind.label} --as=<worker identity>"
+            f'Grant "{verb}" on {kind.label}{" in namespace " + namespace if namespace else ""} to the worker\'s '
+            "identity (`manage.py portal_rbac` prints the Role and ClusterRole): "
+            f"kubectl auth can-i {verb} {kind.label}{where} --as=<worker identity>"
         )
     return {
         "verb": verb,
         "resource": kind.label,
+        "namespace": namespace or "",
         "allowed": review.allowed,
         "reason": review.reason,
         "error": review.error,

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from trainer_portal import liveness
 from trainer_portal.cluster import handlers, informers, leader, snapshots
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.kube.errors import KubeError
@@ -123,6 +124,10 @@ class Command(BaseCommand):
         while not stop.wait(0.5):
             if not any(thread.is_alive() for thread in threads):
                 break
+            # Proof of life for the liveness probe (`process_alive cluster-watch`): every hub runs and none of its
+            # watches is stuck. A cluster that is down does not stop it (its watches keep retrying).
+            if all(thread.is_alive() for thread in threads) and not any(hub.wedged_watches() for hub in hubs):
+                liveness.touch("cluster-watch")
         stop.set()
         for thread in threads:
             thread.join(30)
