@@ -28,7 +28,9 @@ ROOTS_137 = [
     "io.k8s.api.scheduling.v1beta1.Workload",
     "io.k8s.api.scheduling.v1beta1.PodGroup",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+    *(f"io.k8s.api.rbac.v1.{kind}" for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")),
     "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+    "io.k8s.api.authorization.v1.SubjectAccessReview",
     "io.k8s.api.authentication.v1.SelfSubjectReview",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
 ]

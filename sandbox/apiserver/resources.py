@@ -129,9 +129,16 @@ def builtin_types(kube_version: str) -> list[ResourceType]:
                      list_types=_SCHEDULING_LISTS, has_status=False),
         ResourceType("scheduling.k8s.io", scheduling_version, "PodGroup", "podgroups", namespaced=True,
                      list_types=_SCHEDULING_LISTS),
-        # Kubeconfigs of other clusters the portal reaches through this one (a Cluster with a secretRef).
-        ResourceType("", "v1", "Secret", "secrets", namespaced=True, has_status=False, generation=False,
-                     field_selectors=("metadata.name", "metadata.namespace", "type")),
+        # RBAC (rbac.authorization.k8s.io/v1): stored as sent; SubjectAccessReviews are decided from them as
+        # kube-apiserver's RBAC authorizer decides (sandbox/apiserver/rbac.py).
+        ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", namespaced=True, has_status=False,
+                     generation=False),
+        ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False,
+                     has_status=False, generation=False),
+        ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", namespaced=True,
+                     has_status=False, generation=False),
+        ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                     namespaced=False, has_status=False, generation=False),
         # Leader election of the portal's cluster watcher (coordination.k8s.io Lease, as kube-controller-manager uses).
         ResourceType("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, has_status=False,
                      field_selectors=("metadata.name", "metadata.namespace"), generation=False),

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, tables
+from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, rbac, tables
 from sandbox.apiserver.errors import ApiError, bad_request
 from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
 from sandbox.apiserver.registry import Registry
@@ -280,13 +280,50 @@ class Handler(BaseHTTPRequestHandler):
                                            "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
                                            "nonResourceAttributes or resourceAttributes must be specified")
         user = authz.authenticate(self.headers.get("Authorization"))
-        allowed, reason = authz.authorize(user, attributes, self.server.denied_access)
+        allowed, reason = authz.authorize(user, attributes, self.server.denied_access, self._rbac_policy())
         status: dict[str, Any] = {"allowed": allowed, "reason": reason}
         if not allowed:
             status["denied"] = True
         review = {**review, "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                   "metadata": review.get("metadata") or {"creationTimestamp": None}, "status": status}
         self._send_json(201, review)
+
+    def _subject_access_review(self, raw: bytes) -> None:
+        """Answer a SubjectAccessReview: may `spec.user` (with `spec.groups`) do this? Decided by the stored RBAC
+        objects as kube-apiserver decides it (the caller needs no more than the sandbox admin it always is)."""
+        review = self._parse_body(raw, self._content_type())
+        if not isinstance(review, dict):
+            raise bad_request("a SubjectAccessReview object is required")
+        spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
+        resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        if isinstance(resource, dict) == isinstance(non_resource, dict):
+            raise ApiError(422, "Invalid", "SubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+                                           "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+                                           "nonResourceAttributes or resourceAttributes must be specified")
+        try:
+            user = authz.reviewed_user(spec)
+        except ValueError as exc:
+            raise ApiError(422, "Invalid", f"SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: "
+                                           f"Invalid value: \"\": {exc}")
+        attributes = resource if isinstance(resource, dict) else non_resource
+        allowed, reason = authz.authorize(user, attributes, self.server.denied_access, self._rbac_policy())
+        status: dict[str, Any] = {"allowed": allowed}
+        if allowed:
+            status["reason"] = reason
+        else:
+            status["denied"] = False  # RBAC never denies: "no opinion" lets other authorizers decide
+        review = {**review, "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                  "metadata": review.get("metadata") or {"creationTimestamp": None}, "status": status}
+        self._send_json(201, review)
+
+    def _rbac_policy(self) -> rbac.Policy:
+        """Return the RBAC objects stored now (Roles, ClusterRoles and their bindings)."""
+        registry = self.server.registry
+        objects: list[dict[str, Any]] = []
+        for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+            rt = registry.resolve("rbac.authorization.k8s.io", "v1", plural)
+            objects.extend(entry.obj for entry in registry.list(rt, None)[0])
+        return rbac.Policy.of(objects)
 
     def _self_subject_review(self, raw: bytes) -> None:
         """Answer a SelfSubjectReview (`kubectl auth whoami`) with the caller's user."""
@@ -625,6 +662,7 @@ _SUBRESOURCES = {
 # Create-only review endpoints outside the stored kinds: (method, path) -> handler.
 _REVIEWS = {
     ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"): Handler._self_subject_access_review,
+    ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"): Handler._subject_access_review,
     ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews"): Handler._self_subject_review,
 }
 
