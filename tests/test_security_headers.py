@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -158,6 +159,7 @@ def test_production_mode_sends_them_with_hsts_on_pages_and_api(tmp_path):
     env = {key: value for key, value in os.environ.items()
            if key not in ("DATABASE_URL", "DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS")}
     env.update(TRAINER_PORTAL_MODE="production", DJANGO_SECRET_KEY=secrets.token_urlsafe(60),
+               TRAINER_PORTAL_ENCRYPTION_KEY=base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
                DJANGO_ALLOWED_HOSTS="portal.example.com", DJANGO_SETTINGS_MODULE="trainer_portal.settings",
                DJANGO_STATIC_ROOT=str(tmp_path / "static"), DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     for command in (["manage.py", "collectstatic", "--noinput", "-v0"], ["manage.py", "migrate", "-v0"]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 import subprocess
@@ -39,6 +40,7 @@ def test_production_settings_pass_the_deploy_checks():
         TRAINER_PORTAL_MODE="production",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(60),
         DJANGO_ALLOWED_HOSTS="portal.example.com",
+        TRAINER_PORTAL_ENCRYPTION_KEY=base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
     )
 
     assert result.returncode == 0, result.stdout + result.stderr

@@ -13,13 +13,13 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trainer_portal.api.parsers import BoundedJSONParser
 from trainer_portal.errors import field
-from trainer_portal.roles import CLUSTER_MANAGE, JOBS_VIEW, has_capability
+from trainer_portal.permissions import HasCapability
+from trainer_portal.roles import CLUSTER_MANAGE, JOBS_VIEW
 
 from . import registry, registry_services, selectors
 from .models import Cluster, ConnectionKind
@@ -28,18 +28,8 @@ ERROR_BODY = {"$ref": "#/components/schemas/Error"}
 MAX_VERSION = 2_147_483_647
 
 
-class ClusterPermission(BasePermission):
-    """Reads: any portal role (data scientists included: they pick a cluster too). Writes: platform admins."""
-
-    message = "Only platform admins may add, change or remove clusters."
-
-    def has_permission(self, request, view) -> bool:
-        if request.method in SAFE_METHODS:
-            allowed = has_capability(request.user, JOBS_VIEW)
-            if not allowed:
-                self.message = "You need a portal role to see the clusters."
-            return allowed
-        return has_capability(request.user, CLUSTER_MANAGE)
+# Reads: any portal role (data scientists included: they pick a cluster too). Writes: cluster.manage.
+ClusterPermission = HasCapability.of(JOBS_VIEW, CLUSTER_MANAGE)
 
 
 class ClusterHealthSerializer(serializers.Serializer):
