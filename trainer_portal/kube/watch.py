@@ -72,6 +72,12 @@ def went_backwards(new: str, old: str) -> bool:
     return new.isdigit() != old.isdigit()
 
 
+def _server_gone(exc: KubeError) -> bool:
+    """Return True when ``exc`` says the API server could not be reached at all (nothing listens there)."""
+    return isinstance(exc, KubeUnavailable) and exc.status is None and (
+        "Connection refused" in exc.message or "Failed to establish a new connection" in exc.message)
+
+
 def backoff_delay(failures: int, *, initial: float, maximum: float, rng: Callable[[], float] = random.random) -> float:
     """Return the delay before reconnect number ``failures`` (1-based): exponential, full jitter, capped."""
     ceiling = min(maximum, initial * (2 ** max(0, failures - 1)))
@@ -122,8 +128,13 @@ class Watcher:
         resource_version = ""
         failures = 0
         check_store = False  # after losing the server: is it still the same store?
+        relist_after_outage = False  # the server refused connections: list again once it answers
         while not self.stop.is_set():
             try:
+                if resource_version and relist_after_outage:
+                    self._store_changed(resource_version)  # counts and logs a store that went backwards
+                    resource_version = ""
+                    relist_after_outage = check_store = False
                 if resource_version and check_store:
                     if self._store_changed(resource_version):
                         resource_version = ""
@@ -191,6 +202,11 @@ class Watcher:
                 self.stats.reconnects += 1
                 self.stats.last_error = message
                 check_store = True
+                if _server_gone(exc):
+                    # The API server was gone (it refused connections): it may come back with another store whose
+                    # resourceVersions happen to be ahead of ours, which no comparison can tell. Only a fresh list
+                    # says what exists now (client-go's reflector lists again after such an outage too).
+                    relist_after_outage = True
                 delay = backoff_delay(failures, initial=self.backoff_initial, maximum=self.backoff_max)
                 logger.warning("watch %s failed (%s); retrying in %.1fs", self.resource.plural, message, delay)
                 if self.stop.wait(delay):
