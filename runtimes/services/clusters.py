@@ -1,7 +1,16 @@
 """Which clusters a policy syncs to, and how the sync services reach each cluster.
 
+`gateway_for_cluster` is the worker's way in (the settings' request timeout: an apply may take its time);
+`action_gateway_for_cluster` bounds every call by ``CLUSTER_ACTION_TIMEOUT_SECONDS`` and is what work a web request
+waits on uses (drift checks, re-apply, adopt, impact, delete, the drift page's live object), so a hung API server
+holds a web worker that long at most and the request answers 503 with Retry-After.
+
 A policy's targets are the clusters chosen for it (`RuntimePolicy.target_clusters`) or, when none is chosen, every
-enabled cluster. `gateway_for_cluster` is the one place the policy services turn a `Cluster` row into a gateway.
+enabled cluster. `gateway_for_cluster` is the one place the policy services turn a `Cluster` row into a gateway:
+the worker's way in (the settings' request timeout, an apply may take its time). `action_gateway_for_cluster` bounds
+every call by ``CLUSTER_ACTION_TIMEOUT_SECONDS``; it is what work a web request waits on uses (drift checks,
+re-apply, adopt, impact, delete, the drift page's live object), so a hung API server holds a web worker that long at
+most and the request answers 503 with Retry-After.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtimes.errors import PolicyError
+from trainer_portal.cluster.connections import action_gateway as action_gateway_for_cluster  # noqa: F401
 from trainer_portal.cluster.connections import gateway_for_cluster  # noqa: F401 - the policy services' way in
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.errors import field as field_problem

@@ -13,7 +13,7 @@ from typing import Any
 from runtimes.domain.diff import structural_diff, unified_diff
 from runtimes.domain.drift import comparable, desired_object, foreign_fields
 from runtimes.models import RuntimePolicy
-from runtimes.services.clusters import gateway_for_cluster
+from runtimes.services.clusters import action_gateway_for_cluster
 from trainer_portal import kube
 from trainer_portal.cluster.models import Cluster
 
@@ -43,7 +43,7 @@ def policy_force_reapply_preview(
     }
     desired = desired_object(policy.manifest, revision=policy.version)
     try:
-        gateway = gateway or gateway_for_cluster(cluster)
+        gateway = gateway or action_gateway_for_cluster(cluster)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         live = gateway.get(resource, name=policy.name)
         conflicts: list[dict[str, str]] = []

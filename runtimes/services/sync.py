@@ -56,6 +56,7 @@ from runtimes.errors import (
 )
 from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy, SyncBatch
 from runtimes.services.clusters import (
+    action_gateway_for_cluster,
     cluster_by_id,
     clusters_named,
     default_cluster,
@@ -502,7 +503,7 @@ def policy_drift_check(
     )
     if row is None or row.applied_revision is None:
         return None
-    gateway = gateway or gateway_for_cluster(cluster)
+    gateway = gateway or action_gateway_for_cluster(cluster)
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     if live is ...:
         live = gateway.get(resource, name=row.policy.name)
@@ -728,7 +729,7 @@ def policy_drift_resolve(
                    "live object to adopt")
         raise PolicyError(message, code="invalid", fields=[field_problem("clusters", message)])
     cluster = drifted[0]
-    gateway = gateway or gateway_for_cluster(cluster)
+    gateway = gateway or action_gateway_for_cluster(cluster)
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     live = gateway.get(resource, name=policy.name)
     if live is None:
@@ -794,7 +795,7 @@ def policies_adopt(*, actor: Any, gateway: kube.Gateway | None = None, cluster: 
     from runtimes.services.policies import policy_create
 
     cluster = cluster or default_cluster()
-    gateway = gateway or gateway_for_cluster(cluster)
+    gateway = gateway or action_gateway_for_cluster(cluster)
     resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
     result = AdoptResult()
     for live in sorted(gateway.list(resource).items, key=lambda obj: obj["metadata"]["name"]):
@@ -837,7 +838,7 @@ def runtime_referencing_trainjobs(
     Raises KubeError when the cluster cannot be read (KubeNotFound when TrainJobs are not served).
     """
     cluster = cluster or default_cluster()
-    gateway = gateway or gateway_for_cluster(cluster)
+    gateway = gateway or action_gateway_for_cluster(cluster)
     resource = gateway.resolve(kube.TRAINJOB)
     found = []
     for job in gateway.list(resource).items:
@@ -966,7 +967,7 @@ def policy_cluster_delete(
     for cluster in targets:
         key = _Key(policy.pk, cluster.pk)
         before = key.rows().values("sync_state", "sync_requested_revision").first()
-        gw = gateway or gateway_for_cluster(cluster)
+        gw = gateway or action_gateway_for_cluster(cluster)
         resource = gw.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         deleted = (gw.delete(resource, name=policy.name) is not None) or deleted
         if before is not None:
@@ -1004,7 +1005,7 @@ def policy_drift_view_data(
     data: dict[str, Any] = {"result": None, "live": "", "ours": "", "error": "", "cluster": cluster, "row": row}
     applied = row["applied_revision"]
     try:
-        gateway = gateway or gateway_for_cluster(cluster)
+        gateway = gateway or action_gateway_for_cluster(cluster)
         resource = gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
         data["live"] = live_yaml(gateway.get(resource, name=policy.name))
         if applied:
