@@ -83,7 +83,7 @@ def test_it_uses_the_configured_block_key():
     assert not any(DEFAULT_BLOCK_KEY in n["metadata"]["labels"] for n in nodes)
 
 
-@pytest.mark.parametrize(("name", "block_key", "fragment"), [("tiny", DEFAULT_BLOCK_KEY, "demo, large, none"),
+@pytest.mark.parametrize(("name", "block_key", "fragment"), [("tiny", DEFAULT_BLOCK_KEY, "demo, west, large, none"),
                                                             ("demo", "", "block_key")])
 def test_it_rejects_bad_input_with_a_clear_error(name, block_key, fragment):
     with pytest.raises(ValueError, match=fragment):

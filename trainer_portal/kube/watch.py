@@ -136,7 +136,8 @@ class Watcher:
                     resource_version = ""
                     relist_after_outage = check_store = False
                 if resource_version and check_store:
-                    if self._store_changed(resource_version):
+                    # After an outage the server may be slow to answer: the normal request timeout, not the probe's.
+                    if self._store_changed(resource_version, probe=False):
                         resource_version = ""
                     check_store = False
                 if not resource_version:
@@ -212,20 +213,21 @@ class Watcher:
                 if self.stop.wait(delay):
                     return
 
-    def _server_version(self) -> str:
-        """Return the server's current resourceVersion for this resource (a one-item list, ``probe_timeout``).
+    def _server_version(self, *, probe: bool = True) -> str:
+        """Return the server's current resourceVersion for this resource (a one-item list, bounded by
+        ``probe_timeout`` when ``probe``, else by the gateway's request timeout).
 
         Raises KubeError when the server does not answer in time.
         """
+        timeout = (min(self.probe_timeout, 5.0), self.probe_timeout) if probe else None
         page = self.gateway.request(
-            "GET", self.resource.path(namespace=self.namespace), query=[("limit", 1)],
-            timeout=(min(self.probe_timeout, 5.0), self.probe_timeout),
+            "GET", self.resource.path(namespace=self.namespace), query=[("limit", 1)], timeout=timeout,
         ) or {}
         return str((page.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _store_changed(self, resource_version: str) -> bool:
+    def _store_changed(self, resource_version: str, *, probe: bool = True) -> bool:
         """Return True (counted) when the server's version cannot follow ours. Raises KubeError."""
-        current = self._server_version()
+        current = self._server_version(probe=probe)
         if went_backwards(current, resource_version):
             logger.warning("watch %s: the API server is at resourceVersion %s, before our %s: it has a new store; "
                            "relisting", self.resource.plural, current, resource_version)

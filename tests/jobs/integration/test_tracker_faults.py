@@ -102,8 +102,8 @@ def test_an_api_server_reborn_with_a_fresh_store_is_reconciled_within_one_relist
         back_at = time.monotonic()
 
         expected = {f"{NAMESPACE}/{name}" for name in ("new-1", "new-2", "old-1")}
-        wait_until(lambda: set(live(database)) == expected, timeout=45)
-        assert time.monotonic() - back_at < 45
+        wait_until(lambda: set(live(database)) == expected, timeout=60)
+        assert time.monotonic() - back_at < 60
         current = rows(database)
         assert current[f"{NAMESPACE}/old-2"]["gone_at"] and current[f"{NAMESPACE}/old-3"]["gone_at"]
         with sqlite3.connect(database) as db:

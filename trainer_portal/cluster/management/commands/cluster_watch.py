@@ -103,8 +103,10 @@ class Command(BaseCommand):
                 gateway = informers.gateway_factory(row, kubeconfigs=kubeconfigs)
                 elector = None if no_leader_election else leader.LeaseElector(
                     gateway=gateway, name=leader.lease_name_for(base_lease, row.name))
+                # Reconnects back off up to 10 s: a cluster back from an outage is relisted within seconds.
                 hub = informers.InformerHub(gateway=gateway, factories=factories, elector=elector, cluster=row,
-                                            timeout_seconds=watch_timeout, stop=stop, idle_timeout=idle_timeout)
+                                            timeout_seconds=watch_timeout, stop=stop, idle_timeout=idle_timeout,
+                                            backoff_max=10.0)
             except KubeError as exc:
                 # One unreachable cluster must not keep the others unwatched.
                 self.stderr.write(f"cluster {row.name}: not watched: {exc.message}")
