@@ -24,7 +24,7 @@ from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
 from trainer_portal import roles
-from trainer_portal.cluster import snapshots
+from trainer_portal.cluster import access, snapshots
 from trainer_portal.cluster.models import Cluster
 
 from .choices import AdmissionState, SchedulingLevel
@@ -116,16 +116,31 @@ def visible_namespaces(user) -> Visibility:
         return cached
     if roles.has_capability(user, roles.JOBS_ALL_NAMESPACES):  # superusers, platform admins and viewers
         visibility = Visibility(everything=True)
-    elif roles.has_capability(user, roles.JOBS_VIEW):  # data scientists: their groups' grants
-        granted = list(NamespaceGrant.objects.filter(group__user=user).values_list("cluster_id", "namespace"))
+    elif roles.has_capability(user, roles.JOBS_VIEW):  # data scientists: their groups' grants and/or RBAC
+        mode = access.visibility_mode()
+        granted = []
+        if mode != "rbac":
+            granted = list(NamespaceGrant.objects.filter(group__user=user).values_list("cluster_id", "namespace"))
+        scoped = {(c, ns) for c, ns in granted if c is not None}
+        if mode != "grants":
+            scoped |= _rbac_visible(user)
         visibility = Visibility(everything=False,
                                 namespaces=frozenset(ns for cluster_id, ns in granted if cluster_id is None),
-                                scoped=frozenset((c, ns) for c, ns in granted if c is not None))
+                                scoped=frozenset(scoped))
     else:
         visibility = Visibility(everything=False)
     if getattr(user, "is_authenticated", False):
         user._jobs_visibility = visibility
     return visibility
+
+
+def _rbac_visible(user) -> frozenset[tuple[int, str]]:
+    """Return the (cluster id, namespace) pairs where the cluster's RBAC lets ``user`` list TrainJobs (the pairs
+    asked about are those the portal tracks jobs in)."""
+    provider_groups = [name for name in user.groups.values_list("name", flat=True) if name not in roles.ROLE_GROUPS]
+    pairs = (TrainJob.objects.filter(gone_at__isnull=True).values_list("cluster_id", "namespace").distinct()
+             .order_by("cluster_id", "namespace"))
+    return access.rbac_visible(access.identity_of(user, provider_groups), pairs)
 
 
 def namespace_grants() -> list[NamespaceGrant]:

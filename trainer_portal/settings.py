@@ -254,6 +254,18 @@ OIDC_RP_SIGN_ALGO = os.environ.get("TRAINER_PORTAL_OIDC_SIGN_ALGO", "RS256")
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 LOGIN_REDIRECT_URL_FAILURE = "login"
 
+# What a data scientist may see: the portal's namespace grants ("grants"), the cluster's RBAC for their identity
+# ("rbac": a SubjectAccessReview per namespace, trainer_portal/cluster/access.py), or both ("grants+rbac").
+TRAINER_PORTAL_VISIBILITY = os.environ.get("TRAINER_PORTAL_VISIBILITY", "grants")
+if TRAINER_PORTAL_VISIBILITY not in ("grants", "rbac", "grants+rbac"):
+    raise ImproperlyConfigured("TRAINER_PORTAL_VISIBILITY must be grants, rbac or grants+rbac, "
+                               f"got {TRAINER_PORTAL_VISIBILITY!r}")
+TRAINER_PORTAL_RBAC_USERNAME_FROM = os.environ.get("TRAINER_PORTAL_RBAC_USERNAME_FROM", "username")
+TRAINER_PORTAL_RBAC_USER_PREFIX = os.environ.get("TRAINER_PORTAL_RBAC_USER_PREFIX", "")
+TRAINER_PORTAL_RBAC_GROUP_PREFIX = os.environ.get("TRAINER_PORTAL_RBAC_GROUP_PREFIX", "")
+TRAINER_PORTAL_RBAC_CACHE_SECONDS = float(os.environ.get("TRAINER_PORTAL_RBAC_CACHE_SECONDS", "60"))
+TRAINER_PORTAL_RBAC_BUDGET_SECONDS = float(os.environ.get("TRAINER_PORTAL_RBAC_BUDGET_SECONDS", "3"))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

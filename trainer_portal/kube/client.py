@@ -32,7 +32,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from .config import SECRET_KEYS_TRIED, ClusterConnection, ConnectionKind, KubeSettings, load_settings, settings_for
 from .errors import KubeError, KubeExpired, KubeNotConfigured, KubeNotFound, KubeUnavailable, error_from_status
-from .resources import SELF_SUBJECT_ACCESS_REVIEW, Resource, ResourceKind
+from .resources import SELF_SUBJECT_ACCESS_REVIEW, SUBJECT_ACCESS_REVIEW, Resource, ResourceKind
 
 logger = logging.getLogger(__name__)
 
@@ -334,6 +334,27 @@ class Gateway:
             bool(status.get("allowed")) and not status.get("denied"),
             reason=str(status.get("reason") or status.get("evaluationError") or ""),
         )
+
+    def subject_access_review(self, *, user: str, groups: list[str], verb: str, kind: ResourceKind,
+                              namespace: str | None = None) -> AccessReview:
+        """Return whether ``user`` (with ``groups``) may ``verb`` the resource ``kind``, via a SubjectAccessReview
+        (what the cluster's authorizers, RBAC included, decide for that identity).
+
+        Raises KubeError when the review cannot be made (unreachable, forbidden): unlike `access_review`, a caller
+        deciding what a person may see must not take a failed review for a "no".
+        """
+        attributes = {"verb": verb, "group": kind.group, "resource": kind.plural}
+        if namespace:
+            attributes["namespace"] = namespace
+        body = {
+            "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
+            "kind": SUBJECT_ACCESS_REVIEW.kind,
+            "spec": {"resourceAttributes": attributes, "user": user, "groups": list(groups)},
+        }
+        answer = self.request("POST", SUBJECT_ACCESS_REVIEW.path(), body=body) or {}
+        status = answer.get("status") or {}
+        return AccessReview(verb, kind.label, bool(status.get("allowed")) and not status.get("denied"),
+                            reason=str(status.get("reason") or status.get("evaluationError") or ""))
 
     # --- watch -------------------------------------------------------------------------------------------
 

@@ -83,6 +83,8 @@ KUEUE_WORKLOAD = ResourceKind("kueue.x-k8s.io", "Workload", "workloads", True, (
 EVENT = ResourceKind("", "Event", "events", True, ("v1",))
 LEASE = ResourceKind("coordination.k8s.io", "Lease", "leases", True, ("v1",))
 SECRET = ResourceKind("", "Secret", "secrets", True, ("v1",))
+SUBJECT_ACCESS_REVIEW_KIND = ResourceKind("authorization.k8s.io", "SubjectAccessReview", "subjectaccessreviews",
+                                          False, ("v1",))
 CRD = ResourceKind("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False, ("v1",))
 
 # Core resources are always served at v1; no discovery round-trip is needed for them.
@@ -94,6 +96,7 @@ COORDINATION_LEASE = Resource("coordination.k8s.io", "v1", "Lease", "leases", Tr
 SELF_SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False
 )
+SUBJECT_ACCESS_REVIEW = Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False)
 
 # What the sync worker needs, as (verb, ResourceKind). The cluster page checks each with a SelfSubjectAccessReview
 # and docs/operations.md turns the same list into a ClusterRole.
@@ -128,6 +131,8 @@ WORKER_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
 PROBE_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
     ("create", PODGROUP),
     ("get", CRD),
+    # Visibility from the cluster's RBAC (TRAINER_PORTAL_VISIBILITY=rbac): "may this user list TrainJobs there?"
+    ("create", SUBJECT_ACCESS_REVIEW_KIND),
 )
 
 # Granted by a Role in the portal's own namespace only: leader election of ``cluster_watch`` (one Lease per cluster),
