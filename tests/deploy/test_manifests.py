@@ -117,6 +117,8 @@ def test_the_shape_operators_rely_on(rendered):
     probe = watch["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
     assert probe[:4] == ["python", "manage.py", "process_alive", "cluster-watch"]
     assert named(objects, "Job", "trainer-portal-migrate")
+    wait = web["spec"]["template"]["spec"]["initContainers"][0]["command"]
+    assert "manage.py migrate --check" in wait[-1]  # web serves only a migrated schema
     assert named(objects, "Service", "trainer-portal-web") and named(objects, "Ingress", "trainer-portal")
     namespace = named(objects, "Namespace", "trainer-portal")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
