@@ -40,7 +40,9 @@ def test_queued_trainjobs_wait_for_quota_and_run_when_admitted(queued_cluster: C
     assert admitted["metadata"]["name"].startswith("trainjob-first-")
     assert admitted["status"]["admission"]["clusterQueue"] == "cq-default"
     assert is_true(admitted, "QuotaReserved")
-    assert admitted["spec"]["podSets"] == [{"name": "node", "count": 3}]
+    [pod_set] = admitted["spec"]["podSets"]
+    assert (pod_set["name"], pod_set["count"]) == ("node", 3)
+    assert pod_set["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
     assert admitted["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
     cluster.wait(lambda: len(cluster.pods("first")) == 3)
     first = cluster.trainjob("first")
@@ -50,7 +52,7 @@ def test_queued_trainjobs_wait_for_quota_and_run_when_admitted(queued_cluster: C
     cluster.submit(_queued("second", 2))  # 16 GPUs: 8 more than the unused quota
     waiting = cluster.wait(lambda: (w := _kueue_workload(cluster, "second")) and condition(w, "QuotaReserved") and w)
     assert condition(waiting, "QuotaReserved")["status"] == "False"
-    assert condition(waiting, "QuotaReserved")["reason"] == "Pending"
+    assert condition(waiting, "QuotaReserved")["reason"] == "WaitingForQuota"
     assert condition(waiting, "QuotaReserved")["message"] == (
         "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor "
         "default-flavor, 8 more needed")
