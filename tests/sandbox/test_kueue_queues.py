@@ -4,6 +4,8 @@ in its own namespaces and queues, as the CRDs installed by Kueue would not survi
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -268,3 +270,58 @@ def test_preemption_within_the_cluster_queue(kueue: Kueue):
     kueue.wait(lambda: len(kueue.pods(namespace, "high")) == 2 and kueue.pods(namespace, "low") == [])
     events = kueue.core.list_namespaced_event(namespace).items
     assert any(e.reason == "Preempted" and e.involved_object.kind == "Workload" for e in events)
+
+
+def _visibility(kueue: Kueue, path: str, **query) -> dict:
+    """GET a visibility-API path through the client; raises k8s.ApiException with the status on an error."""
+    api = kueue.custom.api_client
+    serialized = api.param_serialize("GET", f"/apis/visibility.kueue.x-k8s.io/v1beta2/{path}",
+                                     query_params=list(query.items()), header_params={"Accept": "application/json"},
+                                     auth_settings=["BearerToken"])
+    response = api.call_api(*serialized)
+    response.read()
+    if response.status != 200:
+        raise k8s.ApiException(status=response.status, reason=response.reason)
+    return json.loads(response.data)
+
+
+def test_visibility_api_orders_pending_workloads_with_positions_and_pages(kueue: Kueue):
+    team_a, team_b = kueue.namespace("team-a"), kueue.namespace("team-b")
+    flavor = kueue.flavor("default")
+    cq = kueue.cluster_queue("cq-shared", flavor, 8)
+    kueue.local_queue(team_a, cq)
+    kueue.local_queue(team_b, cq)
+    urgent = kueue.priority_class("urgent", 500)
+    kueue.submit(team_a, "holder", 1, duration=6)
+    kueue.wait(lambda: is_true(kueue.workload(team_a, "holder"), "Admitted"))
+    for namespace, job in ((team_a, "a1"), (team_b, "b1"), (team_a, "a2")):
+        time.sleep(1.0 - time.time() % 1.0)  # creationTimestamp has whole seconds: equal times order by name
+        kueue.submit(namespace, job, 1)
+        kueue.wait(lambda namespace=namespace, job=job: kueue.workload(namespace, job))
+    kueue.submit(team_b, "b-urgent", 1, priority=urgent)
+    kueue.wait(lambda: kueue.workload(team_b, "b-urgent"))
+
+    summary = _visibility(kueue, f"clusterqueues/{cq}/pendingworkloads")
+    assert summary["kind"] == "PendingWorkloadsSummary"
+    rows = [(i["metadata"]["namespace"], i["metadata"]["ownerReferences"][0]["name"], i["priority"],
+             i["positionInClusterQueue"], i["positionInLocalQueue"], i["localQueueName"]) for i in summary["items"]]
+    assert rows == [(team_b, "b-urgent", 500, 0, 0, "team-queue"), (team_a, "a1", 0, 1, 0, "team-queue"),
+                    (team_b, "b1", 0, 2, 1, "team-queue"), (team_a, "a2", 0, 3, 1, "team-queue")]
+    page = _visibility(kueue, f"clusterqueues/{cq}/pendingworkloads", offset=1, limit=2)
+    assert [i["positionInClusterQueue"] for i in page["items"]] == [1, 2]
+    assert _visibility(kueue, f"clusterqueues/{cq}/pendingworkloads", offset=9)["items"] == []
+    local = _visibility(kueue, f"namespaces/{team_a}/localqueues/team-queue/pendingworkloads")
+    assert [(i["positionInLocalQueue"], i["positionInClusterQueue"]) for i in local["items"]] == [(0, 1), (1, 3)]
+    assert {i["metadata"]["namespace"] for i in local["items"]} == {team_a}
+
+    # The holder finishes: the urgent job is admitted and everyone moves up one place.
+    kueue.wait(lambda: is_true(kueue.workload(team_b, "b-urgent"), "Admitted"), timeout=30)
+    local = _visibility(kueue, f"namespaces/{team_a}/localqueues/team-queue/pendingworkloads")
+    assert [(i["positionInLocalQueue"], i["positionInClusterQueue"]) for i in local["items"]] == [(0, 0), (1, 2)]
+
+    for path, query, status in ((f"clusterqueues/{cq}/pendingworkloads", {"limit": "-1"}, 400),
+                                ("clusterqueues/no-such-cq/pendingworkloads", {}, 404),
+                                (f"namespaces/{team_a}/localqueues/nope/pendingworkloads", {}, 404)):
+        with pytest.raises(k8s.ApiException) as refused:
+            _visibility(kueue, path, **query)
+        assert refused.value.status == status
