@@ -253,6 +253,27 @@ def test_cohort_borrowing_lending_limit_and_reclaim(kueue: Kueue):
     assert kueue.wait(lambda: kueue.reserved(team_b, "borrower")["reason"] == "WaitingForQuota")
 
 
+def _pod_groups(kueue: Kueue, namespace: str) -> list[dict]:
+    return kueue.custom.list_namespaced_custom_object("scheduling.k8s.io", "v1beta1", namespace, "podgroups")["items"]
+
+
+def test_borrowing_limit_caps_what_a_queue_takes_from_its_cohort(kueue: Kueue):
+    team = kueue.namespace("team-c")
+    flavor = kueue.flavor("shared")
+    cq = kueue.cluster_queue("cq-c", flavor, 8, cohort="labs", borrowing=8)
+    kueue.cluster_queue("cq-idle", flavor, 32, cohort="labs")
+    kueue.local_queue(team, cq)
+    kueue.submit(team, "wide", 3)  # 24 GPUs: 8 own + at most 8 borrowed
+    refused = kueue.wait(lambda: kueue.reserved(team, "wide"))
+    assert (refused["reason"], refused["message"]) == (
+        "ExceedsMaxQuota", f"couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor "
+                           f"{flavor}, request > maximum capacity (24 > 16)")
+    kueue.submit(team, "fits", 2)  # 16 GPUs: 8 borrowed from the idle queue
+    kueue.wait(lambda: is_true(kueue.workload(team, "fits"), "Admitted"))
+    status = kueue.wait(lambda: (s := kueue.cluster_queue_status(cq)).get("admittedWorkloads") == 1 and s)
+    assert _gpu_usage(status, flavor) == ("16", "8")
+
+
 def test_preemption_within_the_cluster_queue(kueue: Kueue):
     namespace = kueue.namespace("team-p")
     flavor = kueue.flavor("default")
@@ -261,6 +282,8 @@ def test_preemption_within_the_cluster_queue(kueue: Kueue):
     high = kueue.priority_class("high", 100)
     kueue.submit(namespace, "low", 2)
     kueue.wait(lambda: len(kueue.pods(namespace, "low")) == 2)
+    low_uid = kueue.trainjob(namespace, "low")["metadata"]["uid"]
+    assert any(o["uid"] == low_uid for g in _pod_groups(kueue, namespace) for o in g["metadata"]["ownerReferences"])
     kueue.submit(namespace, "high", 2, priority=high)
     kueue.wait(lambda: is_true(kueue.workload(namespace, "high"), "Admitted"))
     low = kueue.workload(namespace, "low")
@@ -268,6 +291,10 @@ def test_preemption_within_the_cluster_queue(kueue: Kueue):
     assert condition(low, "Preempted")["message"].endswith("due to prioritization in the ClusterQueue")
     assert kueue.trainjob(namespace, "low")["spec"]["suspend"] is True
     kueue.wait(lambda: len(kueue.pods(namespace, "high")) == 2 and kueue.pods(namespace, "low") == [])
+    # Suspended again, the evicted job loses its scheduling objects (v2.4 lifecycle) and waits in the queue.
+    kueue.wait(lambda: not any(o["uid"] == low_uid for g in _pod_groups(kueue, namespace)
+                               for o in g["metadata"]["ownerReferences"]))
+    assert kueue.wait(lambda: kueue.reserved(namespace, "low")["reason"] == "WaitingForQuota")
     events = kueue.core.list_namespaced_event(namespace).items
     assert any(e.reason == "Preempted" and e.involved_object.kind == "Workload" for e in events)
 
