@@ -480,7 +480,8 @@ class Handler(BaseHTTPRequestHandler):
             version, rest = parts[1], parts[2:]
         else:
             if len(parts) == 1:
-                self._send(200, self.server.discovery_doc(path, lambda: discovery.group_list(registry.types.values())))
+                self._send(200, self.server.discovery_doc(path, lambda: visibility.with_group(
+                    discovery.group_list(registry.types.values()), registry.types.values())))
                 return
             group = parts[1]
             if group == visibility.GROUP:

@@ -14,6 +14,7 @@ Routes: `GET /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingw
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sandbox.apiserver.errors import ApiError
@@ -67,6 +68,17 @@ def group_doc() -> dict[str, Any]:
     version = {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}
     return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP, "versions": [version],
             "preferredVersion": version}
+
+
+def with_group(group_list: dict[str, Any], types: Iterable[Any]) -> dict[str, Any]:
+    """Return the /apis APIGroupList with this group added while Kueue's Workloads are served (as its APIService
+    would add it)."""
+    if any(rt.group == "kueue.x-k8s.io" and rt.plural == "workloads" for rt in types):
+        entry = group_doc()
+        entry.pop("kind")
+        entry.pop("apiVersion")
+        group_list = {**group_list, "groups": sorted([*group_list["groups"], entry], key=lambda g: g["name"])}
+    return group_list
 
 
 def pending_workloads(workloads: list[dict[str, Any]], local_queues: list[dict[str, Any]], cluster_queues: set[str],

@@ -346,6 +346,11 @@ def test_visibility_api_orders_pending_workloads_with_positions_and_pages(kueue:
     local = _visibility(kueue, f"namespaces/{team_a}/localqueues/team-queue/pendingworkloads")
     assert [(i["positionInLocalQueue"], i["positionInClusterQueue"]) for i in local["items"]] == [(0, 0), (1, 2)]
 
+    groups = {g.name: g for g in k8s.ApisApi(kueue.custom.api_client).get_api_versions().groups}
+    assert groups["visibility.kueue.x-k8s.io"].preferred_version.version == "v1beta2"
+    resources = _visibility(kueue, "")["resources"]
+    assert {"clusterqueues/pendingworkloads", "localqueues/pendingworkloads"} <= {r["name"] for r in resources}
+
     for path, query, status in ((f"clusterqueues/{cq}/pendingworkloads", {"limit": "-1"}, 400),
                                 ("clusterqueues/no-such-cq/pendingworkloads", {}, 404),
                                 (f"namespaces/{team_a}/localqueues/nope/pendingworkloads", {}, 404)):
