@@ -56,7 +56,7 @@ from sandbox.controllers.kueue_quota import (
     assign,
     format_quantity,
 )
-from sandbox.controllers.resources import pod_requests
+from sandbox.controllers.resources import parse_quantity, pod_requests
 
 log = logging.getLogger("sandbox.controllers.kueue")
 
@@ -558,7 +558,8 @@ class Kueue:
             status = {"pendingWorkloads": len(pending.get(name, ())),
                       "reservingWorkloads": len(admitted.get(name, ())),
                       "admittedWorkloads": len(admitted.get(name, ())),
-                      "flavorsReservation": flavors_usage, "flavorsUsage": flavors_usage}
+                      "flavorsReservation": flavors_usage, "flavorsUsage": flavors_usage,
+                      "fairSharing": {"weightedShare": cohorts.weighted_share(name, usage, _weight(cq))}}
             conditions = with_condition(cq, "Active", active, "Ready" if active else "FlavorNotFound",
                                         "Can admit new workloads" if active else queue.problem or "")
             self._write_status(f"{BASE}/clusterqueues/{name}", status, conditions)
@@ -597,6 +598,17 @@ class Kueue:
                 raise
             return
         self._status_written[path] = status
+
+
+def _weight(cluster_queue: dict) -> float:
+    """Return the ClusterQueue's fair-sharing weight (default 1; a malformed one counts as 1)."""
+    raw = (((cluster_queue.get("spec") or {}).get("fairSharing") or {}).get("weight"))
+    if raw is None:
+        return 1.0
+    try:
+        return parse_quantity(raw) / 1000
+    except ValueError:
+        return 1.0
 
 
 def _seconds_since(timestamp: str) -> int:

@@ -144,6 +144,23 @@ class Cohorts:
         now = max(0, quota.guaranteed - used) + pool - pool_used
         return min(now, cap - used), min(quota.guaranteed + pool, cap)
 
+    def weighted_share(self, queue: str, usage: Usage, weight: float = 1.0) -> int:
+        """Return Kueue's fair-sharing `weightedShare`: the largest share, per mille, of what the cohort lends that
+        the queue borrows (any flavor and resource), divided by its weight (0 without a cohort or borrowing)."""
+        own = self.queues[queue]
+        if not own.cohort:
+            return 0
+        share = 0
+        for flavor, resource in own.quotas:
+            lendable = sum(m.quotas[(flavor, resource)].lendable for m in self.members.get(own.cohort, ())
+                           if (flavor, resource) in m.quotas)
+            borrowed = self.borrowing(queue, flavor, resource, usage)
+            if borrowed and lendable:
+                share = max(share, borrowed * 1000 // lendable)
+        if weight <= 0:
+            return INFINITE if share else 0
+        return int(share / weight)
+
     def borrowing(self, queue: str, flavor: str, resource: str, usage: Usage) -> int:
         """Return how much of `resource` in `flavor` the queue uses beyond its nominal quota."""
         quota = self.queues[queue].quotas.get((flavor, resource))

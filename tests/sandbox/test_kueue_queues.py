@@ -237,6 +237,7 @@ def test_cohort_borrowing_lending_limit_and_reclaim(kueue: Kueue):
     kueue.wait(lambda: is_true(kueue.workload(team_b, "borrower"), "Admitted"))
     status = kueue.wait(lambda: (s := kueue.cluster_queue_status(cq_b)).get("admittedWorkloads") == 1 and s)
     assert _gpu_usage(status, flavor) == ("24", "8")
+    assert status["fairSharing"]["weightedShare"] == 8 * 1000 // 24  # 8 borrowed of the 24 the cohort lends
     kueue.wait(lambda: len(kueue.pods(team_b, "borrower")) == 3)
 
     # team-a wants its lent quota back: the borrower is evicted and suspended, team-a's job admitted.

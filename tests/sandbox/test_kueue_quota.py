@@ -90,6 +90,15 @@ def test_borrowed_amount_is_use_beyond_nominal():
     assert Cohorts(queues).borrowing("q", "a", GPU, usage) == 12_000
 
 
+def test_weighted_share_is_the_borrowed_part_of_what_the_cohort_lends_over_the_weight():
+    queues = {q["metadata"]["name"]: Queue.from_object(q, FLAVORS) for q in (
+        _cq("q", {"a": (8, None, None)}, cohort="c"), _cq("lender", {"a": (32, None, None)}, cohort="c"))}
+    usage = Usage({("q", "a", GPU): 18_000})  # 10 borrowed of the 40 the cohort lends
+    assert Cohorts(queues).weighted_share("q", usage) == 250
+    assert Cohorts(queues).weighted_share("q", usage, 2.0) == 125
+    assert Cohorts(queues).weighted_share("lender", usage) == 0
+
+
 @pytest.mark.parametrize(("resource", "milli", "text"), [
     (GPU, 16_000, "16"), ("cpu", 500, "500m"), ("memory", 256 * 2**30 * 1000, "256Gi"), ("memory", 1000, "1")])
 def test_quantities_print_as_kubernetes_prints_them(resource, milli, text):
