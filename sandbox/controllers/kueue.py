@@ -171,6 +171,7 @@ class Kueue:
         for informer in (trainjobs, *self._informers):
             informer.add_handler(self.loop.poke)
         self._installed = False
+        self._checked = 0.0
         self._bootstrapped = not self.quotas
         self._admitted: dict[str, dict] = {}  # Workload key -> the Workload as we admitted it (caches may lag)
         self._evicted: set[str] = set()  # Workload keys we evicted and whose eviction the cache may not show yet
@@ -184,8 +185,24 @@ class Kueue:
         self.loop.start()
 
     def _install(self) -> None:
+        """Create Kueue's CRDs; every few seconds check they still exist (a /sandbox/reset drops them) and then
+        install again, forgetting what the old objects told us."""
         if self._installed:
-            return
+            if time.monotonic() - self._checked < 5.0:
+                return
+            self._checked = time.monotonic()
+            try:
+                self.client.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/workloads.kueue.x-k8s.io")
+                return
+            except ApiError as error:
+                if error.status != 404:
+                    return
+            except OSError:
+                return
+            self._installed, self._bootstrapped = False, not self.quotas
+            self._admitted.clear()
+            self._evicted.clear()
+            self._status_written.clear()
         try:
             for crd in kueue_crds():
                 try:

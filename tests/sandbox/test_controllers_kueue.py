@@ -78,3 +78,12 @@ def test_trainjobs_without_a_queue_label_are_not_managed(queued_cluster: Cluster
     queued_cluster.submit(trainjob("direct", "torch-gang-zone", num_nodes=1))
     queued_cluster.wait(lambda: len(queued_cluster.pods("direct")) == 1)
     assert _kueue_workload(queued_cluster, "direct") is None
+
+
+def test_kueue_installs_itself_again_after_a_reset(queued_cluster: Cluster):
+    queued_cluster.process.reset()
+    queues = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues"
+    queued_cluster.wait(lambda: queued_cluster.client.list(queues)["items"], timeout=30)
+    queued_cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))  # the reset removed it too
+    queued_cluster.submit(_queued("after-reset", 1))
+    queued_cluster.wait(lambda: is_true(_kueue_workload(queued_cluster, "after-reset"), "Admitted"), timeout=30)
