@@ -344,6 +344,12 @@ class Kueue:
                 if condition_is_true(trainjob, "Complete") or condition_is_true(trainjob, "Failed"):
                     self._finish(trainjob, workload)
                     continue
+                live = by_uid.get(meta(trainjob).get("uid"))
+                if live is not None and (live.get("spec") or {}).get("active") is False:
+                    # Deactivated (`spec.active: false`): out of the queue; evicted when it held quota.
+                    if self._reserved(workload):
+                        self._evict(live, trainjob, "InactiveWorkload", "The workload is deactivated")
+                    continue
                 jobs[key] = trainjob
                 workloads.append(workload)
                 if not self._reserved(workload) and not (trainjob.get("spec") or {}).get("suspend"):
@@ -463,7 +469,7 @@ class Kueue:
         else:
             return False
         for other, cq_name, reason in victims:
-            self._evict(other, jobs.get(object_key(other)), workload, cq_name, reason)
+            self._preempt_one(other, jobs.get(object_key(other)), workload, reason)
             for requests, assigned in _usage_of(other):
                 usage.add(cq_name, assigned, requests, -1)
             admitted[cq_name] = [w for w in admitted.get(cq_name, ()) if object_key(w) != object_key(other)]
@@ -539,18 +545,26 @@ class Kueue:
                                 {"spec": {"suspend": False, "runtimePatches": [*patches, entry]}})
         self.events.record(trainjob, "Normal", "Started", f"Admitted by clusterQueue {queue.name}")
 
-    def _evict(self, workload: dict, trainjob: dict | None, preemptor: dict, cq_name: str, reason: str) -> None:
+    def _preempt_one(self, workload: dict, trainjob: dict | None, preemptor: dict, reason: str) -> None:
         why = "prioritization in the ClusterQueue" if reason == "InClusterQueue" else "reclamation within the cohort"
         message = (f"Preempted to accommodate a workload (UID: {meta(preemptor).get('uid', '')}, JobUID: "
                    f"{(meta(preemptor).get('labels') or {}).get(JOB_UID_LABEL, '')}) due to {why}")
-        self._condition(workload, [("Evicted", True, "Preempted", message), ("Preempted", True, reason, message),
-                                   ("QuotaReserved", False, "Preempted", message),
-                                   ("Admitted", False, "NoReservation", "The workload has no reservation")],
-                        {"admission": None})
+        self._evict(workload, trainjob, "Preempted", message, preempted=reason)
+
+    def _evict(self, workload: dict, trainjob: dict | None, reason: str, message: str,
+               preempted: str | None = None) -> None:
+        """Take the Workload's quota back (Evicted, with Preempted when `preempted` names the preemption reason)
+        and suspend its TrainJob again."""
+        changes = [("Evicted", True, reason, message),
+                   *([("Preempted", True, preempted, message)] if preempted else []),
+                   ("QuotaReserved", False, reason, message),
+                   ("Admitted", False, "NoReservation", "The workload has no reservation")]
+        self._condition(workload, changes, {"admission": None})
         self._admitted.pop(object_key(workload), None)
         self._evicted.add(object_key(workload))
-        self.events.record(workload, "Normal", "Preempted", message)
-        self.events.record(workload, "Normal", "EvictedDueToPreempted", message)
+        if preempted:
+            self.events.record(workload, "Normal", "Preempted", message)
+        self.events.record(workload, "Normal", f"EvictedDueTo{reason}", message)
         if trainjob is not None:
             patches = [p for p in (trainjob.get("spec") or {}).get("runtimePatches") or []
                        if p.get("manager") != MANAGER]

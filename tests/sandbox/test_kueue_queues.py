@@ -298,6 +298,7 @@ def test_preemption_within_the_cluster_queue(kueue: Kueue):
     assert kueue.wait(lambda: kueue.reserved(namespace, "low")["reason"] == "WaitingForQuota")
     events = kueue.core.list_namespaced_event(namespace).items
     assert any(e.reason == "Preempted" and e.involved_object.kind == "Workload" for e in events)
+    assert any(e.reason == "EvictedDueToPreempted" for e in events)
 
 
 def _visibility(kueue: Kueue, path: str, **query) -> dict:
@@ -358,3 +359,23 @@ def test_visibility_api_orders_pending_workloads_with_positions_and_pages(kueue:
         with pytest.raises(k8s.ApiException) as refused:
             _visibility(kueue, path, **query)
         assert refused.value.status == status
+
+
+def test_a_deactivated_workload_gives_its_quota_back(kueue: Kueue):
+    namespace = kueue.namespace("team-d")
+    flavor = kueue.flavor("default")
+    cq = kueue.cluster_queue("cq-d", flavor, 8)
+    kueue.local_queue(namespace, cq)
+    kueue.submit(namespace, "paused", 1)
+    kueue.wait(lambda: len(kueue.pods(namespace, "paused")) == 1)
+    kueue.submit(namespace, "next", 1)
+    kueue.wait(lambda: kueue.reserved(namespace, "next"))
+    name = kueue.workload(namespace, "paused")["metadata"]["name"]
+    kueue.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name,
+                                                {"spec": {"active": False}})
+    kueue.wait(lambda: is_true(kueue.workload(namespace, "next"), "Admitted"))
+    paused = kueue.workload(namespace, "paused")
+    assert condition(paused, "Evicted")["reason"] == "InactiveWorkload"
+    assert not is_true(paused, "QuotaReserved") and "admission" not in paused["status"]
+    assert kueue.trainjob(namespace, "paused")["spec"]["suspend"] is True
+    kueue.wait(lambda: kueue.pods(namespace, "paused") == [])
