@@ -279,11 +279,21 @@ class Kueue:
         name = (meta(trainjob).get("labels") or {}).get(PRIORITY_LABEL)
         if name:
             wpc = self.wpcs.get(name)
+            if wpc is None:
+                try:
+                    wpc = self.client.get(f"{BASE}/workloadpriorityclasses/{name}")
+                except ApiError:
+                    wpc = None
             if wpc is not None:
                 return int(wpc.get("value") or 0), {"group": GROUP, "kind": "WorkloadPriorityClass", "name": name}
         for pod_set in pod_sets:
             pc_name = ((pod_set.get("template") or {}).get("spec") or {}).get("priorityClassName")
             pc = self.priorityclasses.get(pc_name) if pc_name else None
+            if pc_name and pc is None:
+                try:  # the Workload's priority is fixed at creation: do not let a lagging cache decide it
+                    pc = self.client.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc_name}")
+                except ApiError:
+                    pc = None
             if pc is not None:
                 return int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass",
                                                    "name": pc_name}

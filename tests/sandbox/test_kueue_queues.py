@@ -379,3 +379,25 @@ def test_a_deactivated_workload_gives_its_quota_back(kueue: Kueue):
     assert not is_true(paused, "QuotaReserved") and "admission" not in paused["status"]
     assert kueue.trainjob(namespace, "paused")["spec"]["suspend"] is True
     kueue.wait(lambda: kueue.pods(namespace, "paused") == [])
+
+
+def test_priority_comes_from_the_pods_priority_class_without_a_workload_priority_class(kueue: Kueue):
+    namespace = kueue.namespace("team-pc")
+    flavor = kueue.flavor("default")
+    cq = kueue.cluster_queue("cq-pc", flavor, 8)
+    kueue.local_queue(namespace, cq)
+    priority_class = f"important-{kueue.suffix}"
+    k8s.SchedulingV1Api(kueue.custom.api_client).create_priority_class(
+        {"metadata": {"name": priority_class}, "value": 7000})
+    runtime = demo_runtime("torch_gang_zone.yaml")
+    runtime["metadata"]["name"] = f"torch-important-{kueue.suffix}"
+    pod_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod_spec["priorityClassName"] = priority_class
+    kueue.custom.create_cluster_custom_object("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", runtime)
+    job = trainjob("important", runtime["metadata"]["name"], num_nodes=1, namespace=namespace)
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-queue"}
+    kueue.custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", job)
+    workload = kueue.wait(lambda: kueue.workload(namespace, "important"))
+    assert workload["spec"]["priority"] == 7000
+    assert workload["spec"]["priorityClassRef"] == {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                                    "name": priority_class}
