@@ -348,6 +348,8 @@ class Kueue:
                 if workload is None:
                     continue
                 key = object_key(workload)
+                if key in self._admitted and (workload.get("status") or {}).get("admission"):
+                    self._admitted.pop(key)  # the cache has caught up with our admission: it is the fresher copy
                 workload = self._admitted.get(key, workload) if key not in self._evicted else workload
                 if condition_is_true(workload, "Finished"):
                     continue
