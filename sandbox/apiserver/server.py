@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, rbac, tables
+from sandbox.apiserver import authz, discovery, openapi, podlog, protobuf, rbac, tables, visibility
 from sandbox.apiserver.errors import ApiError, bad_request
 from sandbox.apiserver.options import PATCH_APPLY, WriteOptions, strip_chars
 from sandbox.apiserver.registry import Registry
@@ -332,6 +332,30 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(201, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
                               "metadata": {"creationTimestamp": None}, "status": {"userInfo": user.info()}})
 
+    def _visibility(self, method: str, rest: list[str], params: dict[str, str]) -> None:
+        """Kueue's visibility API, served while Kueue's CRDs are installed (see `visibility`)."""
+        registry = self.server.registry
+        try:
+            kinds = {plural: registry.resolve("kueue.x-k8s.io", visibility.VERSION, plural)
+                     for plural in ("workloads", "localqueues", "clusterqueues")}
+        except ApiError:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
+                                                    f"resource ({method})")
+        if not rest:
+            self._send_json(200, visibility.group_doc())
+            return
+        if rest[0] != visibility.VERSION:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if len(rest) == 1:
+            self._send_json(200, visibility.discovery_resources())
+            return
+        objects = {plural: [e.obj for e in registry.list(rt, None)[0]] for plural, rt in kinds.items()}
+        self._send_json(200, visibility.pending_workloads(
+            objects["workloads"], objects["localqueues"], {c["metadata"]["name"] for c in objects["clusterqueues"]},
+            rest[1:], params))
+
     def _pod_log(self, method: str, namespace: str, name: str, params: dict[str, str]) -> None:
         """`GET pods/{name}/log`: the container's output as text/plain; `follow` streams it (chunked) until the
         container ends, the pod goes or the client leaves."""
@@ -456,9 +480,13 @@ class Handler(BaseHTTPRequestHandler):
             version, rest = parts[1], parts[2:]
         else:
             if len(parts) == 1:
-                self._send(200, self.server.discovery_doc(path, lambda: discovery.group_list(registry.types.values())))
+                self._send(200, self.server.discovery_doc(path, lambda: visibility.with_group(
+                    discovery.group_list(registry.types.values()), registry.types.values())))
                 return
             group = parts[1]
+            if group == visibility.GROUP:
+                self._visibility(method, parts[2:], params)
+                return
             versions = {rt.version for rt in registry.types.values() if rt.group == group}
             if not versions:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")

@@ -3,12 +3,12 @@
 `start_controllers(api_url, kube_version=..., stop=...)` starts, as daemon threads: shared informers (nodes, pods,
 PodGroups, TrainJobs, ClusterTrainingRuntimes, TrainingRuntimes, PriorityClasses), the Trainer TrainJob
 controller, the gang scheduler, the PodGroup protection controller, the kubelet simulation and, when enabled, a
-minimal Kueue and the demo workload generator. It returns at once; everything stops when `stop` is set. A
+simulated Kueue and the demo workload generator. It returns at once; everything stops when `stop` is set. A
 controller error is logged and retried with backoff, never raised to the caller.
 
 Modules: `client` (JSON HTTP + watch), `informer` (caches + loops), `fit` (pure placement core, `try_place`),
-`scheduler`, `trainer` (+ `expansion`, `podspec`), `protection`, `kubelet`, `kueue`, `generator`, `common`,
-`resources`.
+`scheduler`, `trainer` (+ `expansion`, `podspec`), `protection`, `kubelet`, `kueue` (+ `kueue_quota`), `generator`,
+`common`, `resources`.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     `kube_version`: "1.36" uses scheduling.k8s.io/v1alpha2 and `PodGroupScheduled`; anything else v1beta1 and
     `PodGroupInitiallyScheduled`. `generator`: run the demo workload generator (default: env SANDBOX_GENERATOR=1).
     `pod_start_delay`: seconds from binding to Running (default 0.5, env SANDBOX_POD_START_DELAY).
-    `kueue`: run the minimal simulated Kueue (default: env SANDBOX_KUEUE=1; GPU quota per namespace from
-    SANDBOX_KUEUE_GPU_QUOTA, e.g. "team-a=64,team-b=32,*=128").
+    `kueue`: run the simulated Kueue (default: env SANDBOX_KUEUE=1; quick-start queues per namespace from
+    SANDBOX_KUEUE_GPU_QUOTA, e.g. "team-a=64,team-b=32").
     Returns the `Controllers` handles. Raises ValueError when `api_url` is not an http:// URL.
     """
     from sandbox.controllers.client import Client

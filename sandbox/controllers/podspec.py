@@ -103,6 +103,7 @@ def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_inde
                 by_name = {e.get("name"): e for e in container.get("env") or []}
                 by_name.update({e.get("name"): e for e in trainer["env"]})
                 container["env"] = list(by_name.values())
+    _apply_runtime_patches(spec, trainjob, rjob)
     if pod_group:
         spec["schedulingGroup"] = {"podGroupName": pod_group}
     if claims:
@@ -137,3 +138,21 @@ def build_pod(trainjob: dict, runtime: dict, rjob: str, job_index: int, pod_inde
     if annotations:
         metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _apply_runtime_patches(spec: dict, trainjob: dict, rjob: str) -> None:
+    """Merge the TrainJob's `runtimePatches` pod-spec patches for `rjob` (nodeSelector, tolerations — what Kueue
+    writes on admission) into the pod spec, in order; malformed entries are skipped."""
+    for patch in (trainjob.get("spec") or {}).get("runtimePatches") or []:
+        if not isinstance(patch, dict):
+            continue
+        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for entry in template.get("replicatedJobs") or []:
+            if not isinstance(entry, dict) or entry.get("name") != rjob:
+                continue
+            pod_spec = (((entry.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            if isinstance(pod_spec.get("nodeSelector"), dict):
+                spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **pod_spec["nodeSelector"]}
+            if isinstance(pod_spec.get("tolerations"), list):
+                have = list(spec.get("tolerations") or [])
+                spec["tolerations"] = [*have, *(t for t in pod_spec["tolerations"] if t not in have)]

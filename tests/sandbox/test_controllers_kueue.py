@@ -40,7 +40,9 @@ def test_queued_trainjobs_wait_for_quota_and_run_when_admitted(queued_cluster: C
     assert admitted["metadata"]["name"].startswith("trainjob-first-")
     assert admitted["status"]["admission"]["clusterQueue"] == "cq-default"
     assert is_true(admitted, "QuotaReserved")
-    assert admitted["spec"]["podSets"] == [{"name": "node", "count": 3}]
+    [pod_set] = admitted["spec"]["podSets"]
+    assert (pod_set["name"], pod_set["count"]) == ("node", 3)
+    assert pod_set["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
     assert admitted["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
     cluster.wait(lambda: len(cluster.pods("first")) == 3)
     first = cluster.trainjob("first")
@@ -50,7 +52,7 @@ def test_queued_trainjobs_wait_for_quota_and_run_when_admitted(queued_cluster: C
     cluster.submit(_queued("second", 2))  # 16 GPUs: 8 more than the unused quota
     waiting = cluster.wait(lambda: (w := _kueue_workload(cluster, "second")) and condition(w, "QuotaReserved") and w)
     assert condition(waiting, "QuotaReserved")["status"] == "False"
-    assert condition(waiting, "QuotaReserved")["reason"] == "Pending"
+    assert condition(waiting, "QuotaReserved")["reason"] == "WaitingForQuota"
     assert condition(waiting, "QuotaReserved")["message"] == (
         "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor "
         "default-flavor, 8 more needed")
@@ -76,3 +78,12 @@ def test_trainjobs_without_a_queue_label_are_not_managed(queued_cluster: Cluster
     queued_cluster.submit(trainjob("direct", "torch-gang-zone", num_nodes=1))
     queued_cluster.wait(lambda: len(queued_cluster.pods("direct")) == 1)
     assert _kueue_workload(queued_cluster, "direct") is None
+
+
+def test_kueue_installs_itself_again_after_a_reset(queued_cluster: Cluster):
+    queued_cluster.process.reset()
+    queues = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues"
+    queued_cluster.wait(lambda: queued_cluster.client.list(queues)["items"], timeout=30)
+    queued_cluster.create_runtime(demo_runtime("torch_gang_zone.yaml"))  # the reset removed it too
+    queued_cluster.submit(_queued("after-reset", 1))
+    queued_cluster.wait(lambda: is_true(_kueue_workload(queued_cluster, "after-reset"), "Admitted"), timeout=30)

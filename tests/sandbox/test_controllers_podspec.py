@@ -155,3 +155,22 @@ def test_it_picks_the_scheduling_api_of_the_kubernetes_version(version, api, con
     flavour = flavour_for(version)
     assert flavour.scheduling_version == api and flavour.scheduled_condition == condition
     assert flavour.collection("podgroups", "ns") == f"/apis/scheduling.k8s.io/{api}/namespaces/ns/podgroups"
+
+
+def test_it_merges_runtime_patches_node_selector_and_tolerations_into_the_patched_replicated_job_only():
+    rt = runtime("torch_distributed.yaml")
+    job = trainjob(numNodes=2)
+    toleration = {"key": "reserved", "operator": "Equal", "value": "research", "effect": "NoSchedule"}
+    pod_patch = {"nodeSelector": {"topology.kubernetes.io/zone": "zone-a"}, "tolerations": [toleration]}
+    job["spec"]["runtimePatches"] = [{"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {
+        "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod_patch}}}}]}}}}]
+    plan = plan_for(rt, job)
+    node = next(r for r in plan.replicated_jobs if r.name == "node")
+    pod = build_pod(job, rt, "node", 0, 0, node.resources, None)
+    assert pod["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] == "zone-a"
+    assert toleration in pod["spec"]["tolerations"]
+    other = trainjob(numNodes=2)
+    plain = build_pod(other, rt, "node", 0, 0, node.resources, None)
+    assert "zone-a" not in str(plain["spec"].get("nodeSelector"))
+    job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "x"
+    assert toleration not in build_pod(job, rt, "node", 0, 0, node.resources, None)["spec"].get("tolerations", [])
