@@ -136,7 +136,7 @@ def test_nodes_have_leases_addresses_and_the_usual_conditions(sim_cluster, core)
 
 def test_kubectl_events_for_a_trainjob_shows_the_controllers_events(sim_cluster, kubectl):
     sim_cluster.submit(trainjob("orphan", "no-such-runtime"))
-    sim_cluster.wait(lambda: any(e["reason"] == "TrainingRuntimeNotFound" for e in sim_cluster.events()))
+    sim_cluster.wait(lambda: any(e["reason"] == "TrainJobResourcesCreationFailed" for e in sim_cluster.events()))
     result = kubectl("events", "--for", "trainjob/orphan")
     assert result.returncode == 0, result.stderr
-    assert "TrainingRuntimeNotFound" in result.stdout and "TrainJob/orphan" in result.stdout, result.stdout
+    assert "TrainJobResourcesCreationFailed" in result.stdout and "TrainJob/orphan" in result.stdout, result.stdout
