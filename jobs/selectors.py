@@ -347,8 +347,9 @@ def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
     (``otherNodes``), never named."""
     if job.state not in states.WAITING_STATES or job.gone_at is not None:
         return None
-    if job.reason in NOT_PLACEMENT_REASONS:
-        # Capacity is not why it waits: never "fits now" for a job the controller cannot create.
+    if job.reason in NOT_PLACEMENT_REASONS or job.state not in states.PLACEMENT_STATES:
+        # Capacity is not why it waits: never "fits now" while quota (Kueue), the startup order (dependsOn) or the
+        # controller (missing runtime, objects not created) holds the job — only a gang waiting to be placed.
         return explain.unavailable(f"capacity is not why this job waits: {job.message}").to_dict()
     live = live if live is not None else _live_snapshot_of(job)
     if live is None:

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import signals as sig
+from . import startup
 
 TRAINJOB = "TrainJob"
 WORKLOAD = "Workload"
@@ -143,7 +144,9 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
         return {**head, "metadata": _slim_meta(obj, annotations=True), "spec": spec,
                 "status": _pick(sig.status(obj), ("conditions", "jobsStatus"))}
     if kind == JOBSET:
-        return {**head, "metadata": _slim_meta(obj, labels=())}
+        # The startup plan (ReplicatedJobs, dependsOn) and progress; never the pod templates.
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": startup.slim_jobset_spec(obj),
+                "status": _pick(sig.status(obj), ("replicatedJobsStatus",))}
     if kind == PODGROUP:
         return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _PODGROUP_SPEC),
                 "status": _pick(sig.status(obj), ("conditions",))}

@@ -29,6 +29,7 @@ STATE_BADGES: dict[str, str] = {
     "queued": "badge--info",
     "quota-reserved": "badge--info",
     "waiting-for-objects": "badge--info",
+    "waiting-for-startup": "badge--info",
     "gang-pending": "badge--warn",
     "unschedulable": "badge--danger",
     "admitted": "badge--ok",

@@ -269,3 +269,24 @@ def test_a_job_whose_runtime_is_missing_never_fits_now(client, dana):
     assert body["reason"] == "TrainingRuntimeNotFound" and "torch-distributed" in body["message"]
     assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
     assert "capacity is not why this job waits" in body["explanation"]["message"]
+
+
+@pytest.mark.parametrize(("state", "reason", "message"), [
+    ("waiting-for-startup", "WaitingForStartupOrder",
+     "node waits for dataset-initializer and model-initializer to complete; 1 of 2 done"),
+    ("queued", "ExceedsMaxQuota", "couldn't assign flavors to pod set node: request > maximum capacity (24 > 16)"),
+    ("waiting-for-objects", "TrainerPodsNotCreated", "the trainer's pods are not all created yet (0 / 32 bound)"),
+])
+def test_fits_now_is_never_said_while_something_other_than_placement_holds_the_job(client, dana, state, reason,
+                                                                                    message):
+    live_tracker()
+    _save_snapshot()
+    tracked_job("team-a", "held", state=state, num_nodes=1, pod_groups=[], resources_per_node={"nvidia.com/gpu": "8"})
+    TrainJob.objects.filter(name="held").update(reason=reason, message=message)
+    client.force_login(dana)
+
+    body = client.get("/api/v1/trainjobs/team-a/held/").json()
+
+    assert body["state"] == state
+    assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
+    assert body["explanation"]["message"] == f"capacity is not why this job waits: {message}"
