@@ -290,3 +290,46 @@ def test_fits_now_is_never_said_while_something_other_than_placement_holds_the_j
     assert body["state"] == state
     assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
     assert body["explanation"]["message"] == f"capacity is not why this job waits: {message}"
+
+
+def _preempted_by_team_b():
+    from jobs.models import TrainJobTransition
+
+    text = "Preempted by PodGroup team-b/b-urgent-7f3a9 (uid 9c1d…)"
+    tracked_job("team-b", "b-urgent", state="running")
+    job = tracked_job("team-a", "victim", state="preempted",
+                      pod_groups=[{"name": "victim-pg", "policy": "gang", "minCount": 4, "bound": 0,
+                                   "condition": "DisruptionTarget=True", "reason": "PreemptionByScheduler",
+                                   "message": text}],
+                      events=[{"type": "Warning", "reason": "Preempted", "message": text, "count": 1,
+                               "lastTimestamp": "2026-12-01T12:00:00Z",
+                               "involvedObject": {"kind": "PodGroup", "name": "victim-pg"}}])
+    TrainJob.objects.filter(pk=job.pk).update(reason="PreemptionByScheduler", message=text)
+    TrainJobTransition.objects.filter(job=job).update(message=text)
+    return text
+
+
+def test_a_data_scientist_never_reads_another_namespaces_names(client, dana):
+    live_tracker()
+    _preempted_by_team_b()
+    client.force_login(dana)
+
+    body = client.get("/api/v1/trainjobs/team-a/victim/").json()
+    listed = client.get(LIST).json()["items"]
+    page = client.get("/jobs/team-a/victim/").content.decode()
+
+    shown = [body["message"], body["podGroups"][0]["message"], body["events"][0]["message"],
+             body["timeline"][0]["message"], *(item["message"] for item in listed)]
+    assert all("team-b" not in text and "b-urgent" not in text for text in shown), shown
+    assert body["message"] == "Preempted by a job in another namespace (uid 9c1d…)"
+    assert "team-b/" not in page and "b-urgent" not in page and "a job in another namespace" in page
+    # The stored row keeps the full text.
+    assert "team-b/b-urgent" in TrainJob.objects.get(name="victim").message
+
+
+def test_an_admin_reads_the_names(client, alice):
+    live_tracker()
+    text = _preempted_by_team_b()
+    client.force_login(alice)
+
+    assert client.get("/api/v1/trainjobs/team-a/victim/").json()["message"] == text
