@@ -44,9 +44,14 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     all_labels = sig.labels_of(obj)
     slim["labels"] = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
     if annotations:
-        wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in sig.CREATOR_KEYS}
+        keys = set(sig.creator_keys())
+        wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in keys}
         if wanted:
             slim["annotations"] = wanted
+        # Who created it, when no label/annotation says: the creating field manager (never the fields it owns).
+        manager = sig.creating_manager(obj)
+        if manager:
+            slim["managedFields"] = [{"manager": manager, "operation": "Update"}]
     return slim
 
 
