@@ -148,7 +148,7 @@ def test_the_detail_has_tree_timeline_and_reason(client, bob, jobs):
 
     body = client.get("/api/v1/trainjobs/team-a/llm-a/").json()
 
-    assert body["state"] == "gang-pending" and body["reason"] == "GangPending"
+    assert body["state"] == "gang-pending" and body["reasonCode"] == "GangPending"
     assert [t["toState"] for t in body["timeline"]] == ["gang-pending"]
     assert body["podGroups"][0]["minCount"] == 4
     assert body["tracking"]["message"] == "tracking live"
@@ -266,7 +266,8 @@ def test_a_job_whose_runtime_is_missing_never_fits_now(client, dana):
 
     body = client.get("/api/v1/trainjobs/team-a/orphan/").json()
 
-    assert body["reason"] == "TrainingRuntimeNotFound" and "torch-distributed" in body["message"]
+    assert body["reasonCode"] == "TrainingRuntimeNotFound" and body["reason"] == "runtime does not exist"
+    assert "torch-distributed" in body["message"]
     assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
     assert "capacity is not why this job waits" in body["explanation"]["message"]
 
