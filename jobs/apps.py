@@ -9,6 +9,20 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         # The admission tracker runs inside the cluster watcher's informer hub (one list+watch per process).
-        from . import handlers
+        from django.conf import settings
+        from django.core.signals import setting_changed
 
+        from . import handlers
+        from .domain import signals
+
+        signals.configure_creator_keys(getattr(settings, "TRAINER_PORTAL_CREATOR_KEYS", []))
+        setting_changed.connect(_creator_keys_changed, dispatch_uid="jobs-creator-keys")
         handlers.register_with_hub()
+
+
+def _creator_keys_changed(*, setting: str, value, **_) -> None:
+    """Follow TRAINER_PORTAL_CREATOR_KEYS when a test overrides it."""
+    if setting == "TRAINER_PORTAL_CREATOR_KEYS":
+        from .domain import signals
+
+        signals.configure_creator_keys(value or [])

@@ -13,6 +13,7 @@ class AdmissionState(models.TextChoices):
     QUEUED = states.QUEUED, "Queued"
     QUOTA_RESERVED = states.QUOTA_RESERVED, "Quota reserved"
     WAITING_FOR_OBJECTS = states.WAITING_FOR_OBJECTS, "Waiting for scheduling objects"
+    WAITING_FOR_STARTUP = states.WAITING_FOR_STARTUP, "Waiting for startup order"
     GANG_PENDING = states.GANG_PENDING, "Gang pending"
     UNSCHEDULABLE = states.UNSCHEDULABLE, "Unschedulable"
     ADMITTED = states.ADMITTED, "Admitted"

@@ -13,6 +13,7 @@ from django.db import models
 from trainer_portal.cluster.models import Cluster, default_cluster_id
 
 from .choices import AdmissionState, SchedulingLevel
+from .domain.reasons import short_reason
 
 
 class TrainJob(models.Model):
@@ -80,6 +81,11 @@ class TrainJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name} ({self.state})"
+
+    @property
+    def short_reason(self) -> str:
+        """Return the short human reason the list shows ("3 of 64 pods placed"); ``message`` is the full text."""
+        return short_reason(self.state, self.reason, self.message)
 
     @property
     def total_gpus(self) -> int:

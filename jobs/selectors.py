@@ -29,6 +29,7 @@ from trainer_portal.cluster.models import Cluster
 
 from .choices import AdmissionState, SchedulingLevel
 from .domain import explain, states
+from .domain.redact import redact
 from .errors import InvalidQuery, TrainJobNotFound
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
 
@@ -141,6 +142,41 @@ def _rbac_visible(user) -> frozenset[tuple[int, str]]:
     pairs = (TrainJob.objects.filter(gone_at__isnull=True).values_list("cluster_id", "namespace").distinct()
              .order_by("cluster_id", "namespace"))
     return access.rbac_visible(access.identity_of(user, provider_groups), pairs)
+
+
+def _known_namespaces() -> frozenset[str]:
+    """Return every namespace a tracked TrainJob is in (what a bare ``namespace/name`` in a message may name)."""
+    return frozenset(TrainJob.objects.order_by().values_list("namespace", flat=True).distinct())
+
+
+def redact_for_user(visibility: Visibility, jobs: Iterable[TrainJob], *, timeline: Iterable = (),
+                    events: bool = False) -> None:
+    """Rewrite, in memory only, what ``jobs`` (and ``timeline`` transitions) show so that no object of a namespace
+    ``visibility`` hides is named: messages of the job, its PodGroups, its ``events`` (detail only: the list defers
+    them) and the timeline say "a job in another namespace" instead. Rows are never saved from here; the stored
+    data keeps the full text."""
+    if visibility.everything:
+        return
+    jobs = list(jobs)
+    timeline = list(timeline)
+    if not jobs and not timeline:
+        return
+    known = _known_namespaces()
+    for job in jobs:
+        def allowed(namespace: str, cluster_id=job.cluster_id) -> bool:
+            return visibility.allows(namespace, cluster_id)
+
+        job.message = redact(job.message, allowed, known)
+        job.pod_groups = [{**group, "message": redact(str(group.get("message") or ""), allowed, known)}
+                          if isinstance(group, dict) and group.get("message") else group
+                          for group in job.pod_groups or ()]
+        if events:
+            job.events = [{**event, "message": redact(str(event.get("message") or ""), allowed, known)}
+                          if isinstance(event, dict) and event.get("message") else event
+                          for event in job.events or ()]
+    cluster_id = jobs[0].cluster_id if jobs else None
+    for transition in timeline:
+        transition.message = redact(transition.message, lambda ns: visibility.allows(ns, cluster_id), known)
 
 
 def namespace_grants() -> list[NamespaceGrant]:
@@ -283,6 +319,7 @@ def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[s
         rows = rows[:limit]
         last = rows[-1]
         next_cursor = _encode_cursor(sort, getattr(last, field_name), last.id)
+    redact_for_user(visible_namespaces(user), rows)
     return TrainJobPage(rows, next_cursor, sort, limit)
 
 
@@ -332,7 +369,10 @@ def trainjob_detail(*, user, namespace: str, name: str, cluster: str | None = No
         where = explain.pod_locations(live.snapshot, {pod.get("node") for pod in job.pods if pod.get("node")})
         for pod in job.pods:
             pod["zone"], pod["block"], pod["rack"] = where.get(pod.get("node"), ("", "", ""))
-    return TrainJobDetail(job, trainjob_timeline(job), max(wait, 0.0) if wait is not None else None,
+    timeline = trainjob_timeline(job)
+    # Redact first: the explanation quotes the job's message when capacity is not why it waits.
+    redact_for_user(visible_namespaces(user), [job], timeline=timeline, events=True)
+    return TrainJobDetail(job, timeline, max(wait, 0.0) if wait is not None else None,
                           trainjob_explanation(job, user=user, live=live), tracking_status())
 
 
@@ -347,8 +387,9 @@ def trainjob_explanation(job: TrainJob, *, user=None, live=None) -> dict | None:
     (``otherNodes``), never named."""
     if job.state not in states.WAITING_STATES or job.gone_at is not None:
         return None
-    if job.reason in NOT_PLACEMENT_REASONS:
-        # Capacity is not why it waits: never "fits now" for a job the controller cannot create.
+    if job.reason in NOT_PLACEMENT_REASONS or job.state not in states.PLACEMENT_STATES:
+        # Capacity is not why it waits: never "fits now" while quota (Kueue), the startup order (dependsOn) or the
+        # controller (missing runtime, objects not created) holds the job — only a gang waiting to be placed.
         return explain.unavailable(f"capacity is not why this job waits: {job.message}").to_dict()
     live = live if live is not None else _live_snapshot_of(job)
     if live is None:
@@ -394,16 +435,20 @@ def trainjob_summary(*, user, namespace: str | None = None, cluster: str | None 
 
 def trainjobs_for_runtime(*, user, runtime: str, limit: int = 100) -> list[TrainJob]:
     """Return the visible, not-gone TrainJobs that use runtime ``runtime``, newest first (at most ``limit``)."""
-    return list(trainjob_queryset(user=user, runtime=runtime).defer(*LIST_DEFERRED)
+    rows = list(trainjob_queryset(user=user, runtime=runtime).defer(*LIST_DEFERRED)
                 .order_by("-submitted_at", "-id")[:limit])
+    redact_for_user(visible_namespaces(user), rows)
+    return rows
 
 
 def longest_waiting(*, user, limit: int = 10, cluster: str | None = None) -> list[TrainJob]:
     """Return the visible jobs (on every cluster, or on ``cluster``) waiting for admission longest (oldest ``since``
     first)."""
-    return list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES), cluster=cluster)
+    rows = list(trainjob_queryset(user=user, state=sorted(states.WAITING_STATES), cluster=cluster)
                 .defer(*LIST_DEFERRED)
                 .order_by("since", "id")[:limit])
+    redact_for_user(visible_namespaces(user), rows)
+    return rows
 
 
 # -- live updates -------------------------------------------------------------------------------------------------

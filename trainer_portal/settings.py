@@ -260,6 +260,9 @@ TRAINER_PORTAL_VISIBILITY = os.environ.get("TRAINER_PORTAL_VISIBILITY", "grants"
 if TRAINER_PORTAL_VISIBILITY not in ("grants", "rbac", "grants+rbac"):
     raise ImproperlyConfigured("TRAINER_PORTAL_VISIBILITY must be grants, rbac or grants+rbac, "
                                f"got {TRAINER_PORTAL_VISIBILITY!r}")
+# Labels/annotations a TrainJob's creator is read from, first match wins (comma-separated); empty: the built-in list
+# (trainer.kubeflow.org/creator, …). Without any, the creator is the tool of the creating field manager.
+TRAINER_PORTAL_CREATOR_KEYS = env_list("TRAINER_PORTAL_CREATOR_KEYS", [])
 TRAINER_PORTAL_RBAC_USERNAME_FROM = os.environ.get("TRAINER_PORTAL_RBAC_USERNAME_FROM", "username")
 TRAINER_PORTAL_RBAC_USER_PREFIX = os.environ.get("TRAINER_PORTAL_RBAC_USER_PREFIX", "")
 TRAINER_PORTAL_RBAC_GROUP_PREFIX = os.environ.get("TRAINER_PORTAL_RBAC_GROUP_PREFIX", "")

@@ -93,8 +93,10 @@ class TrainJobSerializer(serializers.Serializer):
     runtime = serializers.CharField(source="runtime_name")
     runtimeKind = serializers.CharField(source="runtime_kind")
     state = serializers.ChoiceField(choices=AdmissionState.choices)
-    reason = serializers.CharField(help_text="Code of the one leading reason.")
-    message = serializers.CharField(help_text="The reason, for humans.")
+    reasonCode = serializers.CharField(source="reason", help_text="Code of the one leading reason (stable).")
+    reason = serializers.CharField(source="short_reason",
+                                   help_text='The reason in a few words ("3 of 64 pods placed"), for lists.')
+    message = serializers.CharField(help_text="The full reason, for humans.")
     since = ApiTimeField(help_text="When the job entered its current state.")
     submittedAt = ApiTimeField(source="submitted_at")
     admittedAt = ApiTimeField(source="admitted_at", allow_null=True)
@@ -117,7 +119,8 @@ class TrainJobSerializer(serializers.Serializer):
         return {
             "cluster": job.cluster.name, "namespace": job.namespace, "name": job.name, "uid": job.uid,
             "runtime": job.runtime_name,
-            "runtimeKind": job.runtime_kind, "state": job.state, "reason": job.reason, "message": job.message,
+            "runtimeKind": job.runtime_kind, "state": job.state, "reasonCode": job.reason,
+            "reason": job.short_reason, "message": job.message,
             "since": time(job.since), "submittedAt": time(job.submitted_at),
             "admittedAt": time(job.admitted_at) if job.admitted_at else None,
             "finishedAt": time(job.finished_at) if job.finished_at else None,

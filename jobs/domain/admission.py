@@ -13,9 +13,13 @@ Like Kueue's ``workload.Status()``, the first rule that holds decides, so exactl
    TrainJob not resumed yet) > ``suspended``
 6. ``unknown``    inconsistent links: objects owned by another TrainJob, PodGroups whose Workload is missing while
    the job has none, pods naming a PodGroup that does not exist while others do, unrecognised policies/conditions
-7. ``running``/``admitted`` every PodGroup has its members bound (≥ minCount for gangs; the ``PodGroupScheduled``
+7. ``waiting-for-startup`` a ReplicatedJob has no pods yet because its ``dependsOn`` targets are not Complete/Ready
+   (read from the JobSet and ``status.jobsStatus``) while everything that exists is placed — or nothing is
+   unschedulable (PodGroups with no members while their ReplicatedJob waits are not waiting to be placed)
+   ``running``/``admitted`` every PodGroup has its members bound (≥ minCount for gangs; the ``PodGroupScheduled``
    (1.36) / ``PodGroupInitiallyScheduled`` (1.37) condition confirms but pods decide, since the 1.37 condition is
-   terminal and does not track evictions); running once the members run
+   terminal and does not track evictions) *and the trainer's pods* (every ReplicatedJob but the initializers) are
+   bound: initializers alone are ``waiting-for-objects`` (``TrainerPodsNotCreated``); running once they run
 8. ``unschedulable`` a PodGroup's scheduled condition is False (``Unschedulable``, ``SchedulerError``)
 9. ``gang-pending``  PodGroups exist, members not (all) bound yet
 10. ``waiting-for-objects`` no Workload / PodGroups yet, or pods name a PodGroup that does not exist yet; when the
@@ -33,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from . import signals as sig
+from . import startup
 from . import states as st
 
 UNSCHEDULABLE_REASONS = ("Unschedulable", "SchedulerError")
@@ -181,25 +186,28 @@ def _plural(count: int, word: str) -> str:
 def admission_of(trainjob: dict, workload: dict | None = None, pod_groups: Iterable[dict] = (),
                  pods: Iterable[dict] = (), kueue_workload: dict | None = None, *,
                  workloads: Iterable[dict] | None = None, missing_pod_groups: Iterable[str] = (),
-                 problems: Iterable[tuple[str, str]] = (), events: Iterable[dict] = ()) -> Admission:
+                 problems: Iterable[tuple[str, str]] = (), events: Iterable[dict] = (),
+                 jobsets: Iterable[dict] = ()) -> Admission:
     """Return the Admission of ``trainjob`` from its linked objects (see the module docstring for the order).
 
     ``workload`` is the scheduling.k8s.io Workload (``workloads`` when there are several), ``pod_groups`` and
     ``pods`` the linked PodGroups and Pods, ``kueue_workload`` the Kueue Workload when Kueue manages the job.
     ``missing_pod_groups`` are PodGroup names pods refer to that do not exist; ``problems`` are (code, message)
-    pairs found while linking; ``events`` the Events of the job and its objects (newest first). Never raises.
+    pairs found while linking; ``events`` the Events of the job and its objects (newest first); ``jobsets`` the
+    job's JobSet (its startup order: which ReplicatedJobs train, which wait through ``dependsOn``). Never raises.
     """
     try:
         return _admission(trainjob, workload, list(pod_groups), list(pods), kueue_workload,
                           list(workloads) if workloads is not None else None, list(missing_pod_groups),
-                          list(problems), list(events))
+                          list(problems), list(events), list(jobsets))
     except Exception as error:  # a tracker must survive any object a cluster can hold
         return Admission(st.UNKNOWN, "Malformed", f"the objects of this TrainJob could not be read ({error!r})")
 
 
 def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], pods: list[dict],
                kueue_workload: dict | None, workloads: list[dict] | None, missing: list[str],
-               problems: list[tuple[str, str]], events: list[dict] | None = None) -> Admission:
+               problems: list[tuple[str, str]], events: list[dict] | None = None,
+               jobsets: list[dict] | None = None) -> Admission:
     if workloads is None:
         workloads = [workload] if workload else []
     facts = sig.trainjob_facts(trainjob)
@@ -294,25 +302,46 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
     if unknown:
         return result(st.UNKNOWN, unknown[0].reason, f"PodGroup {unknown[0].name}: {unknown[0].message}")
 
+    # Startup order (dependsOn): a ReplicatedJob JobSet has not created because its targets are not done yet.
+    jobsets = jobsets or []
+    wait = startup.startup_wait(trainjob, jobsets, pods)
+    trainer_need, trainer_bound, trainer_running = startup.trainer_pods(jobsets, pods, facts.num_nodes)
+
+    def waiting_for_startup(placed: str) -> Admission:
+        message = wait.message if wait is not None else "a ReplicatedJob waits for others (dependsOn)"
+        return result(st.WAITING_FOR_STARTUP, "WaitingForStartupOrder", f"{message}{placed}")
+
     # 7-9. gang states
     if groups:
-        if all(g.verdict == "placed" for g in groups):
-            need = sum(g.needed for g in groups)
-            running = sum(g.running for g in groups)
-            bound = sum(g.bound for g in groups)
-            since = max((g.since for g in groups if g.since), default=None)
-            summary = (f"{_plural(len(groups), 'PodGroup')} scheduled; {bound:,} / "
-                       f"{sum(g.members for g in groups):,} member pods bound")
-            if need and running >= need:
+        # Groups with no member pods while their ReplicatedJob waits for its startup order are not waiting to
+        # be placed: the scheduler has nothing of theirs to place yet.
+        active = [g for g in groups if g.members or wait is None]
+        if all(g.verdict == "placed" for g in active) and active:
+            need = sum(g.needed for g in active)
+            running = sum(g.running for g in active)
+            bound = sum(g.bound for g in active)
+            since = max((g.since for g in active if g.since), default=None)
+            summary = (f"{_plural(len(active), 'PodGroup')} scheduled; {bound:,} / "
+                       f"{sum(g.members for g in active):,} member pods bound")
+            if wait is not None:
+                return waiting_for_startup(f" ({summary})")
+            if trainer_bound < trainer_need:
+                # "Running" is the trainer's gang: initializers alone are not the job running.
+                return result(st.WAITING_FOR_OBJECTS, "TrainerPodsNotCreated",
+                              f"the trainer's pods are not all created yet ({trainer_bound:,} / {trainer_need:,} "
+                              f"bound); {summary}", since)
+            if need and running >= need and trainer_running >= trainer_need:
                 return result(st.RUNNING, "Running",
                               f"{running:,} / {need:,} gang pods running; {summary}{preemption_note}", since)
             return result(st.ADMITTED, "GangScheduled", summary + preemption_note, since)
-        blocked = [g for g in groups if g.verdict == "unschedulable"]
+        blocked = [g for g in active if g.verdict == "unschedulable"]
         if blocked:
             group = blocked[0]
             detail = f": {group.message}" if group.message else ""
             return result(st.UNSCHEDULABLE, group.reason, f"PodGroup {group.name} cannot be scheduled "
                           f"({group.bound:,} / {group.needed:,} bound){detail}", group.since)
+        if wait is not None:
+            return waiting_for_startup("")
         waiting = next(g for g in groups if g.verdict != "placed")
         if waiting.members < waiting.needed:
             return result(st.GANG_PENDING, "WaitingForMembers", f"PodGroup {waiting.name}: {waiting.members:,} of "
@@ -329,9 +358,11 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
     if legacy and live_pods:  # 1.35: no PodGroup objects, admission is read from pods only
         need = sum(t["minCount"] or 0 for w in legacy for t in sig.workload_templates(w)) or len(live_pods)
         bound = sum(1 for p in live_pods if sig.pod_is_bound(p))
-        if bound >= need:
+        if wait is not None and bound >= need:
+            return waiting_for_startup(f" ({bound:,} / {need:,} pods bound)")
+        if bound >= need and trainer_bound >= trainer_need:
             running = sum(1 for p in live_pods if sig.pod_phase(p) in ("Running", "Succeeded"))
-            state = st.RUNNING if running >= need else st.ADMITTED
+            state = st.RUNNING if running >= need and trainer_running >= trainer_need else st.ADMITTED
             return result(state, "Running" if state == st.RUNNING else "GangScheduled",
                           f"{bound:,} / {need:,} gang pods bound")
         return result(st.GANG_PENDING, "GangPending", f"{bound:,} / {need:,} gang pods bound")
@@ -341,6 +372,12 @@ def _admission(trainjob: dict, workload: dict | None, pod_groups: list[dict], po
     if live_pods and not any(sig.pod_group_name_of(p) for p in live_pods):
         bound = sum(1 for p in live_pods if sig.pod_is_bound(p))
         running = sum(1 for p in live_pods if sig.pod_phase(p) in ("Running", "Succeeded"))
+        if wait is not None and bound == len(live_pods):
+            return waiting_for_startup(f" ({bound:,} / {len(live_pods):,} pods bound)")
+        if bound == len(live_pods) and trainer_bound < trainer_need:
+            return result(st.WAITING_FOR_OBJECTS, "TrainerPodsNotCreated", f"the trainer's pods are not all created "
+                          f"yet ({trainer_bound:,} / {trainer_need:,} bound); {bound:,} / {len(live_pods):,} pods "
+                          "bound (not gang-scheduled)")
         if bound == len(live_pods):
             state = st.RUNNING if running == len(live_pods) else st.ADMITTED
             return result(state, "Running" if state == st.RUNNING else "PodsBound",
@@ -380,4 +417,5 @@ def admission_of_tree(tree) -> Admission:
     """Return the Admission of an ``ownership.JobTree`` (see :func:`admission_of`)."""
     return admission_of(tree.trainjob, None, tree.pod_groups, tree.pods,
                         tree.kueue_workloads[0] if tree.kueue_workloads else None, workloads=tree.workloads,
-                        missing_pod_groups=tree.missing_pod_groups, problems=tree.problems, events=tree.events)
+                        missing_pod_groups=tree.missing_pod_groups, problems=tree.problems, events=tree.events,
+                        jobsets=tree.jobsets)

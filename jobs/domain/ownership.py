@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import signals as sig
+from . import startup
 
 TRAINJOB = "TrainJob"
 WORKLOAD = "Workload"
@@ -43,9 +44,14 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     all_labels = sig.labels_of(obj)
     slim["labels"] = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
     if annotations:
-        wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in sig.CREATOR_KEYS}
+        keys = set(sig.creator_keys())
+        wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in keys}
         if wanted:
             slim["annotations"] = wanted
+        # Who created it, when no label/annotation says: the creating field manager (never the fields it owns).
+        manager = sig.creating_manager(obj)
+        if manager:
+            slim["managedFields"] = [{"manager": manager, "operation": "Update"}]
     return slim
 
 
@@ -143,7 +149,9 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
         return {**head, "metadata": _slim_meta(obj, annotations=True), "spec": spec,
                 "status": _pick(sig.status(obj), ("conditions", "jobsStatus"))}
     if kind == JOBSET:
-        return {**head, "metadata": _slim_meta(obj, labels=())}
+        # The startup plan (ReplicatedJobs, dependsOn) and progress; never the pod templates.
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": startup.slim_jobset_spec(obj),
+                "status": _pick(sig.status(obj), ("replicatedJobsStatus",))}
     if kind == PODGROUP:
         return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _PODGROUP_SPEC),
                 "status": _pick(sig.status(obj), ("conditions",))}

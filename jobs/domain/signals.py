@@ -26,6 +26,11 @@ KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 # admission webhooks and CLIs commonly stamp one of these.
 CREATOR_KEYS = ("trainer.kubeflow.org/creator", "trainer-portal.io/creator", "app.kubernetes.io/created-by",
                 "created-by", "kubernetes.io/created-by")
+# The keys in use: the operator's list (setting TRAINER_PORTAL_CREATOR_KEYS, set by the jobs app) or CREATOR_KEYS.
+_creator_keys: tuple[str, ...] = CREATOR_KEYS
+# Field managers' names as people know the tools behind them.
+_MANAGER_NAMES = (("kubectl", "kubectl"), ("OpenAPI-Generator", "the Kubernetes Python client"),
+                  ("trainer-portal", "the portal"), ("kubeflow", "the Kubeflow SDK"))
 GPU = "nvidia.com/gpu"
 
 # PodGroup condition types per Kubernetes version (kubernetes-apis §4.4): 1.37 and 1.36 names of "scheduled".
@@ -256,6 +261,47 @@ class TrainJobFacts:
     deleting: bool
 
 
+def configure_creator_keys(keys: object) -> tuple[str, ...]:
+    """Set the label/annotation keys a TrainJob's creator is read from (first match wins); empty or invalid restores
+    the defaults (``CREATOR_KEYS``). Returns the keys now in use."""
+    global _creator_keys
+    wanted = tuple(k.strip() for k in as_list(keys) if isinstance(k, str) and k.strip())
+    _creator_keys = wanted or CREATOR_KEYS
+    return _creator_keys
+
+
+def creator_keys() -> tuple[str, ...]:
+    """Return the label/annotation keys a TrainJob's creator is read from."""
+    return _creator_keys
+
+
+def creating_manager(obj: object) -> str:
+    """Return the field manager that created ``obj`` from ``metadata.managedFields`` — the entry of the object itself
+    (no subresource such as status) with the earliest time — or "" when there is none."""
+    entries = [as_dict(e) for e in as_list(metadata(obj).get("managedFields"))]
+    entries = [e for e in entries if as_str(e.get("manager")) and not as_str(e.get("subresource"))]
+    if not entries:
+        return ""
+    first = min(enumerate(entries), key=lambda item: (as_str(item[1].get("time")) or "~", item[0]))[1]
+    return as_str(first.get("manager"))
+
+
+def creator_of(obj: object) -> str:
+    """Return who created ``obj``: the first configured label/annotation that is set, else "created with <tool>"
+    from the creating field manager ("created with kubectl"), else ""."""
+    labels = labels_of(obj)
+    annotations = annotations_of(obj)
+    for key in _creator_keys:
+        value = annotations.get(key) or labels.get(key)
+        if value:
+            return value[:253]
+    manager = creating_manager(obj)
+    if not manager:
+        return ""
+    tool = next((name for prefix, name in _MANAGER_NAMES if manager.lower().startswith(prefix.lower())), manager)
+    return f"created with {tool}"[:253]
+
+
 def _resource_requests(resources: object) -> dict[str, str]:
     """Return a ResourceRequirements' requests, limits filling in what is not requested (a limit alone implies an
     equal request)."""
@@ -306,9 +352,7 @@ def trainjob_facts(trainjob: object, pods: object = (), runtime_requests: dict[s
     requests = (_resource_requests(trainer.get("resourcesPerNode")) or member_pod_requests(pods)
                 or dict(runtime_requests or {}))
     labels = labels_of(trainjob)
-    annotations = annotations_of(trainjob)
-    creator = next((value for key in CREATOR_KEYS for value in (annotations.get(key) or labels.get(key),) if value),
-                   "")
+    creator = creator_of(trainjob)
     raw_nodes = trainer.get("numNodes")
     return TrainJobFacts(
         uid=uid_of(trainjob),

@@ -29,6 +29,7 @@ STATE_BADGES: dict[str, str] = {
     "queued": "badge--info",
     "quota-reserved": "badge--info",
     "waiting-for-objects": "badge--info",
+    "waiting-for-startup": "badge--info",
     "gang-pending": "badge--warn",
     "unschedulable": "badge--danger",
     "admitted": "badge--ok",
@@ -186,10 +187,6 @@ def sort_link(current: str, key: str) -> str:
     return f"-{key}" if current == key else key
 
 
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 @register.simple_tag
 def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = False) -> SafeString:
     """Return one list row (``<tr id="job-<uid>">``) of ``job``; ``oob`` marks it for an htmx out-of-band swap;
@@ -212,7 +209,6 @@ def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = Fal
     stale_badge = (f' <span class="badge badge--plain jobs-stale-badge" title="{escape(tracking.message)}">stale'
                    "</span>") if stale else ""
     since = timezone.localtime(job.since) if timezone.is_aware(job.since) else job.since
-    reason = f'<code class="small">{escape(job.reason)}</code> ' if job.reason else ""
     if job.queue_name:
         position = (f' <span class="badge badge--info" title="position in the queue">#{job.queue_position}</span>'
                     if job.queue_position is not None else "")
@@ -235,8 +231,8 @@ def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = Fal
         f"{stale_badge}</td>"
         f'<td class="nowrap"><time datetime="{since.isoformat()}" data-since="{int(job.since.timestamp())}" '
         f'title="since {since:%Y-%m-%d %H:%M:%S}">{age(job.since)}</time></td>'
-        f'<td class="jobs-reason"><span class="jobs-reason__line" title="{escape(job.message)}">{reason}'
-        f'<span class="small">{escape(_truncate(job.message, 140))}</span></span></td>'
+        f'<td class="jobs-reason"><span class="jobs-reason__line" title="{escape(job.message)}"'
+        f' data-reason="{escape(job.reason)}">{escape(job.short_reason)}</span></td>'
         f'<td class="nowrap">{queue}</td></tr>'
     )
     return mark_safe(row)  # noqa: S308 — every interpolated value is escaped above

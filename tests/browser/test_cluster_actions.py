@@ -11,7 +11,7 @@ from runtimes.choices import SyncState
 from runtimes.models import RuntimePolicy
 from runtimes.services import sync
 from tests.sync.conftest import eager_celery, runtime_manifest  # noqa: F401  (fixture)
-from tests.sync.test_confirmations import sequenced_level1_gang
+from tests.sync.test_confirmations import initializer_in_trainer_gang
 from trainer_portal import kube
 from trainer_portal.kube.client import build_gateway
 from trainer_portal.kube.config import KubeSettings
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 def policies(cluster, alice):
     from runtimes.services.policies import policy_create
 
-    for manifest in (runtime_manifest("bulk-a"), runtime_manifest("bulk-b"), sequenced_level1_gang("bulk-risky")):
+    for manifest in (runtime_manifest("bulk-a"), runtime_manifest("bulk-b"), initializer_in_trainer_gang("bulk-risky")):
         policy_create(manifest=manifest, author=alice, message="first")
 
 

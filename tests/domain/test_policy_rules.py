@@ -966,7 +966,7 @@ CASES: list[tuple[str, str, str, Callable[[], Any], ValidationOptions | None]] =
         None,
     ),
     (
-        "deadlock.level1_gang_sequenced",
+        "scheduling.level1_gang_per_replicated_job",
         f"{SCHED}.schedulingPolicy",
         "warning",
         sched("qwen", {"schedulingPolicy": {"gang": {}}}),
@@ -1286,7 +1286,12 @@ def test_a_valid_runtime_is_importable():
     ("base", "scheduling", "deadlocks"),
     [
         ("deepspeed", {"replicatedJobs": [{"targetReplicatedJobs": ["launcher", "node"]}]}, 1),
-        ("qwen", {"schedulingPolicy": {"gang": {}}}, 1),
+        ("qwen", {"schedulingPolicy": {"gang": {}}}, 0),  # KEP-3015: one gang per ReplicatedJob, no deadlock
+        (
+            "qwen",
+            {"replicatedJobs": [{"targetReplicatedJobs": ["dataset-initializer", "model-initializer", "node"]}]},
+            2,
+        ),
         (
             "deepspeed",
             {"replicatedJobs": [{"targetReplicatedJobs": ["launcher", "node"], "schedulingPolicy": {"basic": {}}}]},
@@ -1294,7 +1299,7 @@ def test_a_valid_runtime_is_importable():
         ),
         ("torch", {"schedulingPolicy": {"gang": {}}}, 0),
     ],
-    ids=["launcher-node-gang", "level1-sequenced", "basic", "no-dependsOn"],
+    ids=["launcher-node-gang", "level1-sequenced", "initializers-in-trainer-gang", "basic", "no-dependsOn"],
 )
 def test_the_report_names_gangs_that_never_reach_min_count(base, scheduling, deadlocks):
     report = validate_runtime(with_scheduling(base, scheduling))

@@ -1,6 +1,7 @@
 """Golden tests for the 9 ClusterTrainingRuntimes upstream ships (kubeflow/trainer `manifests/base/runtimes/**`,
 vendored in tests/fixtures/reference/runtimes/, see SOURCE.md): the validator's report and the preview's expansion
-(as shipped, and with a v2.4 `spec.scheduling` gang over the trainer) must stay exactly as recorded.
+(as shipped, with a v2.4 `spec.scheduling` gang over the trainer, and with a level-1 gang over the whole TrainJob)
+must stay exactly as recorded.
 
 A change in the output fails here with a diff; when the change is intended, regenerate the files with
 `UPDATE_GOLDEN=1 python -m pytest tests/domain/test_upstream_runtimes_golden.py` and review the diff.
@@ -41,6 +42,13 @@ def _with_scheduling(runtime: dict) -> dict:
     return runtime
 
 
+def _with_level1_gang(runtime: dict) -> dict:
+    """The runtime with level 1: one gang over the whole TrainJob (`spec.scheduling.schedulingPolicy.gang`)."""
+    runtime = copy.deepcopy(runtime)
+    runtime["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+    return runtime
+
+
 def _expansion(runtime: dict) -> dict:
     expansion = expand(runtime, trainjob_name="golden-job", namespace="team-a", num_nodes=4,
                        resources_per_node=PER_NODE)
@@ -51,6 +59,7 @@ def _expansion(runtime: dict) -> dict:
 def _golden_of(path: Path) -> dict:
     runtime = yaml.safe_load(path.read_text())
     scheduled = _with_scheduling(runtime)
+    level1 = _with_level1_gang(runtime)
     return {
         "runtime": runtime["metadata"]["name"],
         "validation": [[p.severity, p.code, p.path] for p in validate_runtime(runtime).problems],
@@ -59,6 +68,12 @@ def _golden_of(path: Path) -> dict:
             "scheduling": scheduled["spec"]["scheduling"],
             "validation": [[p.severity, p.code, p.path] for p in validate_runtime(scheduled).problems],
             "preview": _expansion(scheduled),
+        },
+        "withLevel1Gang": {
+            "validation": [[p.severity, p.code, p.path] for p in validate_runtime(level1).problems],
+            "startupDeadlocks": [p.code for p in validate_runtime(level1).startup_deadlocks],
+            "podGroups": [{"name": g["metadata"]["name"], "minCount": g["spec"]["schedulingPolicy"].get("gang", {})
+                           .get("minCount")} for g in _expansion(level1)["podGroups"]],
         },
     }
 
@@ -87,3 +102,21 @@ def test_upstream_runtimes_are_valid_as_shipped_and_with_a_v2_4_gang(path):
     names = [preview["workload"]["metadata"]["name"], *(g["metadata"]["name"] for g in preview["podGroups"])]
     assert all(len(name) <= 63 for name in names)
     assert all("labels" not in obj["metadata"] for obj in [preview["workload"], *preview["podGroups"]])
+
+
+SEQUENCED = {"deepspeed_distributed", "mlx_distributed", "torch_distributed_with_cache", "llama3_2_1B", "llama3_2_3B",
+             "qwen2_5_1.5B"}
+
+
+@pytest.mark.parametrize("path", RUNTIMES, ids=[p.stem for p in RUNTIMES])
+def test_a_level1_gang_on_an_upstream_runtime_is_never_a_startup_deadlock(path):
+    """KEP-3015: level 1 with sequenced startup becomes one gang per ReplicatedJob — a warning, never a deadlock."""
+    golden = _golden_of(path)["withLevel1Gang"]
+    assert golden["startupDeadlocks"] == []
+    assert [p for p in golden["validation"] if p[0] == "error"] == []
+    split = [p for p in golden["validation"] if p[1] == "scheduling.level1_gang_per_replicated_job"]
+    assert bool(split) is (path.stem in SEQUENCED)
+    runtime = yaml.safe_load(path.read_text())
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    # Sequenced: one PodGroup per ReplicatedJob; otherwise one gang over the whole TrainJob.
+    assert len(golden["podGroups"]) == (len(rjobs) if path.stem in SEQUENCED else 1)

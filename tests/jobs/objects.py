@@ -151,3 +151,27 @@ def event(obj: dict, reason: str, message: str, *, kind: str = "Normal", at: str
                            "uid": meta["uid"]},
         "type": kind, "reason": reason, "message": message, "count": 1, "lastTimestamp": at,
     }
+
+
+def jobset(job: dict, replicated_jobs: list[dict], *, replicated_jobs_status: list[dict] | None = None) -> dict:
+    """The JobSet of ``job`` (owned by it) with ``replicated_jobs`` as JobSet spells them ({name, replicas,
+    dependsOn, template: {metadata: {labels}, spec: {parallelism}}})."""
+    meta = job["metadata"]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": f"js-{meta['uid']}",
+                     "resourceVersion": _rv(), "ownerReferences": [_owner("TrainJob", meta["name"], meta["uid"])]},
+        "spec": {"replicatedJobs": replicated_jobs},
+        "status": {"replicatedJobsStatus": replicated_jobs_status or []},
+    }
+
+
+def replicated_job(name: str, *, replicas: int = 1, parallelism: int = 1, depends_on: list[tuple[str, str]] = (),
+                   ancestor: str = "") -> dict:
+    """One JobSet ReplicatedJob (a pod template is left out: the tracker never reads it)."""
+    labels = {"trainer.kubeflow.org/trainjob-ancestor-step": ancestor} if ancestor else {}
+    raw: dict = {"name": name, "replicas": replicas,
+                 "template": {"metadata": {"labels": labels}, "spec": {"parallelism": parallelism}}}
+    if depends_on:
+        raw["dependsOn"] = [{"name": target, "status": status} for target, status in depends_on]
+    return raw

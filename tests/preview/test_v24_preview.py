@@ -27,7 +27,12 @@ def deepspeed(scheduling: dict, name: str = "ds-gang") -> dict:
     return manifest
 
 
-@pytest.mark.parametrize(("scheduling", "deadlock"), [(LAUNCHER_NODE_GANG, True), (LAUNCHER_NODE_BASIC, False)])
+LEVEL1_GANG = {"schedulingPolicy": {"gang": {}}}
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "deadlock"), [(LAUNCHER_NODE_GANG, True), (LAUNCHER_NODE_BASIC, False), (LEVEL1_GANG, False)]
+)
 def test_a_gang_with_a_depends_on_pair_never_schedules(api, db, scheduling, deadlock):  # noqa: F811
     response = api.post(UNSAVED, {**body(4), "manifest": deepspeed(scheduling)}, format="json")
 

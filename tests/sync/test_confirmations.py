@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 CONFIRM = "/cluster/sync/"
 
 
-def sequenced_level1_gang(name: str) -> dict:
-    """A runtime whose level-1 gang waits for pods that start only after an initializer (a deadlock warning)."""
+def initializer_in_trainer_gang(name: str) -> dict:
+    """A runtime whose one gang holds an initializer and the trainer that dependsOn it Complete (a real deadlock:
+    the trainer's pods are created only after the initializer finished, so the gang never reaches minCount)."""
     manifest = runtime_manifest(name)
     rjobs = manifest["spec"]["template"]["spec"]["replicatedJobs"]
     initializer = copy.deepcopy(rjobs[0])
@@ -33,7 +34,9 @@ def sequenced_level1_gang(name: str) -> dict:
     initializer["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "dataset-initializer"
     rjobs.insert(0, initializer)
     rjobs[1] = {**rjobs[1], "dependsOn": [{"name": "dataset-initializer", "status": "Complete"}]}
-    manifest["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+    gang = [rjobs[0]["name"], rjobs[1]["name"]]
+    entry = {"targetReplicatedJobs": gang, "schedulingPolicy": {"gang": {}}}
+    manifest["spec"]["scheduling"] = {"replicatedJobs": [entry]}
     return manifest
 
 
@@ -42,7 +45,7 @@ def three_policies(cluster, admin, make_policy):
     applied = make_policy("conf-applied")
     sync.policy_sync(policy_id=applied.pk, revision=sync.policy_sync_request(policy=applied))
     make_policy("conf-draft")
-    policy_create(manifest=sequenced_level1_gang("conf-deadlock"), author=admin, message="sequenced")
+    policy_create(manifest=initializer_in_trainer_gang("conf-deadlock"), author=admin, message="sequenced")
 
 
 def test_the_confirmation_lists_every_policy_and_calls_out_drafts_and_deadlocks(three_policies, client, alice):

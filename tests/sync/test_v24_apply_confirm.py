@@ -50,6 +50,18 @@ def test_the_api_refuses_an_unconfirmed_deadlocked_apply_naming_the_field(api, a
     assert row.sync_state == "draft" and row.sync_startup_deadlock_confirmed is False
 
 
+def test_a_level1_gang_with_sequenced_startup_applies_without_a_confirmation(
+    api, alice, django_capture_on_commit_callbacks
+):
+    """KEP-3015: level 1 with dependsOn becomes one gang per ReplicatedJob — nothing to confirm, no 409."""
+    _policy(alice, {"schedulingPolicy": {"gang": {}}})
+    with django_capture_on_commit_callbacks():
+        response = api.post("/api/v1/runtimes/ds/sync/", {}, format="json")
+
+    assert response.status_code == 202, response.content
+    assert RuntimePolicy.objects.get(name="ds").sync_startup_deadlock_confirmed is False
+
+
 def test_a_confirmed_apply_is_queued_and_the_record_keeps_the_confirmation(
     api, alice, django_capture_on_commit_callbacks
 ):

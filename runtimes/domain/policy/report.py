@@ -119,7 +119,8 @@ RULES: dict[str, str] = {
     "scheduling.typo": "common misspellings (level, topologyRequest, minMember, …) name the right field",
     "deadlock.gang_waits_for_ready": "(warning) a gang does not contain an rJob and its dependsOn-Ready target",
     "deadlock.gang_waits_for_complete": "(warning) a gang does not contain an rJob and its dependsOn-Complete target",
-    "deadlock.level1_gang_sequenced": "(warning) no level-1 gang on a runtime with dependsOn / InOrder",
+    "scheduling.level1_gang_per_replicated_job": "(warning) a level-1 gang on a runtime with dependsOn / InOrder "
+    "becomes one gang per ReplicatedJob (KEP-3015)",
     "capacity.level3_gang_large": "(warning) a large level-3 gang must fit one topology domain",
 }
 
@@ -138,7 +139,7 @@ IMPORTABLE_ERRORS: frozenset[str] = frozenset(
 )
 # The lints that mean a gang can never reach its minCount on a real cluster (dependsOn start order), decision D8.
 STARTUP_DEADLOCKS: frozenset[str] = frozenset(
-    {"deadlock.gang_waits_for_ready", "deadlock.gang_waits_for_complete", "deadlock.level1_gang_sequenced"}
+    {"deadlock.gang_waits_for_ready", "deadlock.gang_waits_for_complete"}
 )
 
 

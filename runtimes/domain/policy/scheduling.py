@@ -131,13 +131,15 @@ class _SchedulingChecks(_CheckerBase):
         self.check_priorities(path)
         level1_gang = _policy_of(scheduling) == "gang" and (bool(level1) or not entries)
         if level1_gang and (self.startup_in_order or any(r.depends_on for r in self.rjobs)):
+            # KEP-3015: with sequenced startup Trainer falls back to one PodGroup per ReplicatedJob, so nothing
+            # deadlocks; the user asked for one gang over the whole TrainJob and gets one per ReplicatedJob instead.
             self.warn(
                 f"{path}.schedulingPolicy",
-                "deadlock.level1_gang_sequenced",
-                "a level-1 gang needs every pod of the TrainJob scheduled together, but this runtime starts "
-                "ReplicatedJobs in sequence (dependsOn / startupPolicy InOrder), so later pods are not created "
-                "until earlier ones are Ready/Complete; use level-2 entries to gang only the ReplicatedJobs that "
-                "start together",
+                "scheduling.level1_gang_per_replicated_job",
+                "this runtime starts ReplicatedJobs in sequence (dependsOn / startupPolicy InOrder), so a level-1 "
+                "gang becomes one gang per ReplicatedJob (KEP-3015): each ReplicatedJob is scheduled all-or-nothing "
+                "on its own, not the whole TrainJob at once; use level-2 entries to say which ReplicatedJobs gang "
+                "together",
             )
         sequenced = self.startup_in_order or any(r.depends_on for r in self.rjobs)
         if not entries and level1_gang and sequenced and len(self.rjobs) > c.MAX_POD_GROUP_TEMPLATES:

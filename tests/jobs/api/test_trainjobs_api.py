@@ -148,7 +148,7 @@ def test_the_detail_has_tree_timeline_and_reason(client, bob, jobs):
 
     body = client.get("/api/v1/trainjobs/team-a/llm-a/").json()
 
-    assert body["state"] == "gang-pending" and body["reason"] == "GangPending"
+    assert body["state"] == "gang-pending" and body["reasonCode"] == "GangPending"
     assert [t["toState"] for t in body["timeline"]] == ["gang-pending"]
     assert body["podGroups"][0]["minCount"] == 4
     assert body["tracking"]["message"] == "tracking live"
@@ -266,6 +266,71 @@ def test_a_job_whose_runtime_is_missing_never_fits_now(client, dana):
 
     body = client.get("/api/v1/trainjobs/team-a/orphan/").json()
 
-    assert body["reason"] == "TrainingRuntimeNotFound" and "torch-distributed" in body["message"]
+    assert body["reasonCode"] == "TrainingRuntimeNotFound" and body["reason"] == "runtime does not exist"
+    assert "torch-distributed" in body["message"]
     assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
     assert "capacity is not why this job waits" in body["explanation"]["message"]
+
+
+@pytest.mark.parametrize(("state", "reason", "message"), [
+    ("waiting-for-startup", "WaitingForStartupOrder",
+     "node waits for dataset-initializer and model-initializer to complete; 1 of 2 done"),
+    ("queued", "ExceedsMaxQuota", "couldn't assign flavors to pod set node: request > maximum capacity (24 > 16)"),
+    ("waiting-for-objects", "TrainerPodsNotCreated", "the trainer's pods are not all created yet (0 / 32 bound)"),
+])
+def test_fits_now_is_never_said_while_something_other_than_placement_holds_the_job(client, dana, state, reason,
+                                                                                    message):
+    live_tracker()
+    _save_snapshot()
+    tracked_job("team-a", "held", state=state, num_nodes=1, pod_groups=[], resources_per_node={"nvidia.com/gpu": "8"})
+    TrainJob.objects.filter(name="held").update(reason=reason, message=message)
+    client.force_login(dana)
+
+    body = client.get("/api/v1/trainjobs/team-a/held/").json()
+
+    assert body["state"] == state
+    assert body["explanation"]["available"] is False and not body["explanation"].get("fits")
+    assert body["explanation"]["message"] == f"capacity is not why this job waits: {message}"
+
+
+def _preempted_by_team_b():
+    from jobs.models import TrainJobTransition
+
+    text = "Preempted by PodGroup team-b/b-urgent-7f3a9 (uid 9c1d…)"
+    tracked_job("team-b", "b-urgent", state="running")
+    job = tracked_job("team-a", "victim", state="preempted",
+                      pod_groups=[{"name": "victim-pg", "policy": "gang", "minCount": 4, "bound": 0,
+                                   "condition": "DisruptionTarget=True", "reason": "PreemptionByScheduler",
+                                   "message": text}],
+                      events=[{"type": "Warning", "reason": "Preempted", "message": text, "count": 1,
+                               "lastTimestamp": "2026-12-01T12:00:00Z",
+                               "involvedObject": {"kind": "PodGroup", "name": "victim-pg"}}])
+    TrainJob.objects.filter(pk=job.pk).update(reason="PreemptionByScheduler", message=text)
+    TrainJobTransition.objects.filter(job=job).update(message=text)
+    return text
+
+
+def test_a_data_scientist_never_reads_another_namespaces_names(client, dana):
+    live_tracker()
+    _preempted_by_team_b()
+    client.force_login(dana)
+
+    body = client.get("/api/v1/trainjobs/team-a/victim/").json()
+    listed = client.get(LIST).json()["items"]
+    page = client.get("/jobs/team-a/victim/").content.decode()
+
+    shown = [body["message"], body["podGroups"][0]["message"], body["events"][0]["message"],
+             body["timeline"][0]["message"], *(item["message"] for item in listed)]
+    assert all("team-b" not in text and "b-urgent" not in text for text in shown), shown
+    assert body["message"] == "Preempted by a job in another namespace (uid 9c1d…)"
+    assert "team-b/" not in page and "b-urgent" not in page and "a job in another namespace" in page
+    # The stored row keeps the full text.
+    assert "team-b/b-urgent" in TrainJob.objects.get(name="victim").message
+
+
+def test_an_admin_reads_the_names(client, alice):
+    live_tracker()
+    text = _preempted_by_team_b()
+    client.force_login(alice)
+
+    assert client.get("/api/v1/trainjobs/team-a/victim/").json()["message"] == text
