@@ -17,7 +17,7 @@ COLUMNS = (roles.PLATFORM_ADMIN, roles.VIEWER, roles.DATA_SCIENTIST, roles.NONE)
 def _documented() -> dict[str, set[str]]:
     granted: dict[str, set[str]] = {role: set() for role in COLUMNS}
     for line in OPERATIONS.read_text().splitlines():
-        match = re.match(r"\| `([a-z_.]+)` \|[^|]*\|(.*)\|\s*$", line)
+        match = re.match(r"\| `([a-z_]+\.[a-z_.]+)` \|[^|]*\|(.*)\|\s*$", line)  # capabilities have a dot
         if not match:
             continue
         cells = [cell.strip() for cell in match.group(2).split("|")]
