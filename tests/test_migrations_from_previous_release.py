@@ -26,7 +26,7 @@ def _migrate(targets):
     return state.apps
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_rows_of_the_previous_release_move_to_the_default_cluster(monkeypatch):
     monkeypatch.setenv("TRAINER_PORTAL_KUBE_CONTEXT", "Prod_GPU.east")
     old = _migrate(PREVIOUS_RELEASE)

@@ -18,7 +18,7 @@ from trainer_portal.kube.config import KubeSettings
 
 from .test_policy_authoring import keep_screenshot, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

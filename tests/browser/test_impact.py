@@ -16,7 +16,7 @@ from trainer_portal import kube
 
 from .test_policy_authoring import keep_screenshot, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 IMPACT = "/cluster/runtimes/mpi-racks/impact/"
 

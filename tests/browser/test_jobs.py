@@ -38,7 +38,7 @@ from tests.jobs.integration.test_tracker_process import (  # noqa: F401 — fixt
     watchers,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ZONE = "topology.kubernetes.io/zone"
 

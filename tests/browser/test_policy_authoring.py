@@ -15,7 +15,7 @@ import pytest
 from runtimes.domain.manifest import load_runtime
 from runtimes.selectors import policy_get
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 RACK = "topology.kubernetes.io/rack"

@@ -10,7 +10,7 @@ from runtimes.selectors import policy_get, revision_list
 
 from .test_policy_authoring import log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ORDER_WARNING = "JobSet expects dependencies to be listed before"
 

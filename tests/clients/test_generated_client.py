@@ -32,7 +32,7 @@ ALLOWED_WARNINGS = ("Unsupported content type application/yaml", "Unsupported co
                     "Unsupported content type application/x-yaml", "Unsupported content type text/x-yaml",
                     "Unsupported content_type application/yaml")
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
 
 def generator_venv() -> Path:

@@ -44,7 +44,7 @@ def sandbox_with(settings):
 def test_the_claims_gate_is_detected_off_by_default_and_on(sandbox_with, args, enabled):
     gateway = sandbox_with(*args)
 
-    gate = status.cluster_status(gateway=gateway, include_permissions=False)["dra_claims_gate"]
+    gate = status.check_cluster(gateway=gateway, include_permissions=False)["dra_claims_gate"]
 
     assert gate["enabled"] is enabled
     assert status.scheduling_facts()["dra_claims_gate"] is enabled
@@ -56,7 +56,7 @@ def test_the_claims_gate_is_detected_off_by_default_and_on(sandbox_with, args, e
 def test_with_the_gate_off_the_validator_and_the_preview_warn_that_claims_will_be_dropped(sandbox_with, alice):
     manifest = with_scheduling("torch", node_l3({"resourceClaims": CLAIMS}))
     assert "scheduling.resource_claims.gate_off" not in services.policy_validate(manifest=manifest).codes
-    status.cluster_status(gateway=sandbox_with(), include_permissions=False)
+    status.check_cluster(gateway=sandbox_with(), include_permissions=False)
 
     report = services.policy_validate(manifest=manifest)
     assert "scheduling.resource_claims.gate_off" in [p.code for p in report.warnings]
@@ -79,14 +79,14 @@ def test_the_preview_of_a_saved_policy_warns_too(sandbox_with, alice):
     before = api.post(path, {"numNodes": 1}, format="json")
     assert before.status_code == 200, before.content
     assert not any("will be dropped" in w for w in before.json()["warnings"])
-    status.cluster_status(gateway=sandbox_with(), include_permissions=False)
+    status.check_cluster(gateway=sandbox_with(), include_permissions=False)
 
     after = api.post(path, {"numNodes": 1}, format="json").json()
     assert any("will be dropped on this cluster" in w for w in after["warnings"])
 
 
 def test_the_status_api_declares_and_returns_the_claims_gate(sandbox_with, alice):
-    sandbox_with()
+    status.check_cluster(gateway=sandbox_with(), include_permissions=False)  # what the worker's check stores
     api = APIClient()
     api.force_authenticate(alice)
     body = api.get("/api/v1/cluster/?dialect=camel").json()
@@ -94,7 +94,7 @@ def test_the_status_api_declares_and_returns_the_claims_gate(sandbox_with, alice
 
 
 def test_the_cluster_page_says_claims_are_dropped(sandbox_with, alice, client):
-    sandbox_with()
+    status.check_cluster(gateway=sandbox_with(), include_permissions=False)  # what the worker's check stores
     client.force_login(alice)
     page = client.get("/cluster/").content.decode()
     assert "Level-3 resource claims" in page and "dropped" in page

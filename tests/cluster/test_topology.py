@@ -73,7 +73,7 @@ def _matches(handler, gateway) -> bool:
 
 
 # The hub's thread stores the snapshot: it must see committed rows (and the migrated default cluster comes back).
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_the_snapshot_follows_the_cluster_and_recovers_from_cut_and_expired_watches(
     cluster, gateway, running_watch, tmp_path
 ):
