@@ -72,7 +72,8 @@ def test_production_refuses_debug():
     assert "DJANGO_DEBUG must be off in production mode" in result.stderr
 
 
-@pytest.mark.parametrize("key", ["", "change-me", "too-short-" + "x" * 20, FERNET_KEY + ",not-a-key"])
+@pytest.mark.parametrize("key", ["", "change-me", "too-short-" + "x" * 20, FERNET_KEY + ",not-a-key"],
+                         ids=["empty", "placeholder", "too-short", "valid-then-invalid"])  # stable ids (pytest-xdist)
 def test_production_refuses_a_missing_or_malformed_encryption_key(key):
     result = _check(TRAINER_PORTAL_ENCRYPTION_KEY=key)
 
