@@ -93,6 +93,13 @@ def test_a_generated_client_round_trips_the_main_flows(generated, live_server, a
     home, work = generated
     saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    # An eager call still takes a producer from kombu's process-wide pools; start from fresh ones whatever closed
+    # them before (a browser test's event loop does).
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
     live_tracker()
     tracked_job("team-a", "llm-pretrain", runtime="client-gang")
     manifests = dump_yaml(level1("client-gang")) + "---\n" + dump_yaml(level1("client-other"))
