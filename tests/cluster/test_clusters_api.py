@@ -260,3 +260,18 @@ def test_an_unusable_stored_kubeconfig_is_not_configured_and_never_quoted(text):
         gateway_for(kube.ClusterConnection(name="broken", kind="kubeconfig", kubeconfig=text))
     assert TOKEN not in caught.value.message and 'cluster "broken"' in caught.value.message
     assert TOKEN not in repr(kube.ClusterConnection(name="broken", kind="kubeconfig", kubeconfig=text))
+
+
+def test_health_is_what_the_last_background_check_stored(as_bob, cluster, settings):
+    from trainer_portal.cluster import status
+
+    status.check_cluster(include_permissions=False)  # the worker's check, against the sandbox
+    health = as_bob.get("/api/v1/clusters/").json()[0]["health"]
+    assert health["state"] == "ok" and health["checkedAt"]
+    # A cluster the worker cannot reach is recorded as such:
+    settings.KUBE_CONFIG_PATH = "/nonexistent-kubeconfig"
+    from trainer_portal.kube.client import reset_gateway
+
+    reset_gateway()
+    status.check_cluster(include_permissions=False)
+    assert as_bob.get("/api/v1/clusters/").json()[0]["health"]["state"] == "unreachable"

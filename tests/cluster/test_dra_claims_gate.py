@@ -11,32 +11,9 @@ from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 from tests.domain.test_policy_rules import CLAIMS, node_l3
 from trainer_portal.cluster import status
-from trainer_portal.kube.client import get_gateway, reset_gateway
 
 pytestmark = pytest.mark.django_db
 GATE = "DRAWorkloadResourceClaims"
-
-
-@pytest.fixture
-def sandbox_with(settings):
-    """Start an API-only sandbox with extra arguments and point the portal's gateway at it."""
-    from sandbox.testing import SandboxProcess
-
-    started = []
-
-    def start(*args: str):
-        process = SandboxProcess(topology="none", controllers=False, extra_args=list(args)).start()
-        started.append(process)
-        settings.KUBE_CONFIG_PATH = process.kubeconfig
-        settings.KUBE_CONTEXT = ""
-        settings.KUBE_IN_CLUSTER = False
-        reset_gateway()
-        return get_gateway()
-
-    yield start
-    for process in started:
-        process.stop()
-    reset_gateway()
 
 
 @pytest.mark.parametrize(("args", "enabled"), [((), False), (("--gate", f"{GATE}=true"), True)],

@@ -13,7 +13,6 @@ from runtimes.choices import RevisionSource
 from runtimes.services import policies as services
 from tests.domain.test_policy_cases import with_scheduling
 from trainer_portal.cluster import status
-from trainer_portal.kube.client import get_gateway, reset_gateway
 
 pytestmark = pytest.mark.django_db
 GATE_OFF = ["--gate", "TopologyAwareWorkloadScheduling=false"]
@@ -30,28 +29,6 @@ def _sandbox_help() -> str:
 
 def _needs(flag: str):
     return pytest.mark.skipif(flag not in _sandbox_help(), reason=f"this sandbox has no {flag} option")
-
-
-@pytest.fixture
-def sandbox_with(settings):
-    """Start a sandbox with extra arguments and point the portal's gateway at it."""
-    from sandbox.testing import SandboxProcess
-
-    started = []
-
-    def start(*args: str):
-        process = SandboxProcess(topology="none", controllers=False, extra_args=list(args)).start()
-        started.append(process)
-        settings.KUBE_CONFIG_PATH = process.kubeconfig
-        settings.KUBE_CONTEXT = ""
-        settings.KUBE_IN_CLUSTER = False
-        reset_gateway()
-        return get_gateway()
-
-    yield start
-    for process in started:
-        process.stop()
-    reset_gateway()
 
 
 @_needs("--gate")

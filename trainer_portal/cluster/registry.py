@@ -43,7 +43,11 @@ def selected_cluster(name: str | None) -> Cluster | None:
 
 
 def cluster_health(cluster: Cluster) -> dict[str, Any]:
-    """Return ``{state, checkedAt}`` of ``cluster``'s connection: ``unknown`` until the background checks store a
-    result per cluster (``trainer_portal.cluster.selectors.cluster_health`` takes over then). Never reaches the
-    cluster."""
-    return {"state": "unknown", "checkedAt": None}
+    """Return ``{state, checkedAt}`` of ``cluster``'s connection as the worker's last background check stored it:
+    ``ok`` (it answered), ``unreachable``, or ``unknown`` before the first check. Never reaches the cluster."""
+    from .models import ClusterHealth
+
+    health = ClusterHealth.objects.filter(cluster=cluster).only("reachable", "checked_at").first()
+    if health is None or health.checked_at is None:
+        return {"state": "unknown", "checkedAt": None}
+    return {"state": "ok" if health.reachable else "unreachable", "checkedAt": health.checked_at}
