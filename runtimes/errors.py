@@ -99,6 +99,19 @@ class ImportInvalid(PolicyInvalid):
         return self.problems
 
 
+class TargetClustersChanged(PolicyError):
+    """Someone changed a policy's target clusters since the caller read them (an edit would silently undo theirs)."""
+
+    code = "conflict"
+    status = 409
+
+    def __init__(self, current: list[str]) -> None:
+        self.current = current
+        shown = ", ".join(current) if current else "every enabled cluster"
+        super().__init__(f"The target clusters were changed meanwhile (now: {shown}); review them and choose again.",
+                         fields=[field("expectedTargetClusters", "does not match the stored target clusters")])
+
+
 class PolicyNameTaken(PolicyError):
     """A policy with this name already exists."""
 

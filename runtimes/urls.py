@@ -38,6 +38,7 @@ sync_patterns = [
     path("runtimes/<str:name>/panel/", sync.SyncPanelView.as_view(), name="sync-panel"),
     path("runtimes/<str:name>/impact/", sync.SyncImpactView.as_view(), name="impact"),
     path("runtimes/<str:name>/drift/", sync.DriftView.as_view(), name="drift"),
+    path("runtimes/<str:name>/targets/", sync.TargetClustersView.as_view(), name="targets"),
     path("runtimes/<str:name>/drift/reapply/", sync.DriftReapplyView.as_view(), name="drift-reapply"),
     path("runtimes/<str:name>/delete/", sync.ClusterDeleteView.as_view(), name="cluster-delete"),
 ]

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runtimes.errors import PolicyError
+from django.db import transaction
+
+from runtimes.errors import PolicyError, TargetClustersChanged
 from trainer_portal.cluster.connections import action_gateway as action_gateway_for_cluster  # noqa: F401
 from trainer_portal.cluster.connections import gateway_for_cluster  # noqa: F401 - the policy services' way in
 from trainer_portal.cluster.models import Cluster
@@ -85,15 +87,32 @@ def clusters_named(names: Iterable[str], *, field: str = "clusters") -> list[Clu
     return sorted(chosen, key=lambda c: (not c.is_default, c.name))
 
 
-def policy_targets_set(*, policy, names: Iterable[str] | None) -> list[Cluster]:
+def target_names(policy) -> list[str]:
+    """Return the names of the clusters chosen for ``policy``, sorted ([] when none is chosen: every cluster)."""
+    return sorted(policy.target_clusters.values_list("name", flat=True))
+
+
+def policy_targets_set(*, policy, names: Iterable[str] | None,
+                       expected: Iterable[str] | None = None) -> list[Cluster]:
     """Restrict ``policy`` to the clusters ``names`` (None or []: every enabled cluster); return the targets.
 
-    Clusters dropped from the targets keep what was applied there (nothing is deleted); their rows no longer
-    count in the policy's summary. Raises PolicyError naming ``targetClusters`` for unknown names.
+    ``expected`` is the choice the caller last saw (None: don't check). The check and the write happen in one
+    transaction with the policy row locked, so of two admins editing the same targets the second is told instead of
+    silently undoing the first. Clusters dropped from the targets keep what was applied there (nothing is deleted);
+    their rows no longer count in the policy's summary. Raises PolicyError naming ``targetClusters`` for unknown
+    names, TargetClustersChanged (409) when ``expected`` no longer matches.
     """
-    if names is None or not list(names):
-        policy.target_clusters.clear()
-    else:
-        policy.target_clusters.set(clusters_named(names, field="targetClusters"))
+    wanted = list(names) if names is not None else []
+    chosen = clusters_named(wanted, field="targetClusters") if wanted else []
+    with transaction.atomic():
+        type(policy).objects.select_for_update().filter(pk=policy.pk).exists()
+        if expected is not None:
+            current = target_names(policy)
+            if sorted(set(expected)) != current:
+                raise TargetClustersChanged(current)
+        if chosen:
+            policy.target_clusters.set(chosen)
+        else:
+            policy.target_clusters.clear()
     policy.__dict__.pop("_cluster_syncs", None)
     return policy_targets(policy)

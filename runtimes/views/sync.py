@@ -250,6 +250,48 @@ class DriftReapplyView(CapabilityRequiredMixin, View):
         return render(request, "cluster/reapply_confirm.html", context)
 
 
+class TargetClustersView(CapabilityRequiredMixin, View):
+    """GET: the clusters a policy syncs to, as checkboxes (none ticked: every enabled cluster); POST: choose them.
+
+    The form carries the choice it was drawn from (``expected``), so a choice changed meanwhile by someone else is
+    reported (409) instead of silently undone. Nothing is applied here: applying is the sync panel's action.
+    """
+
+    capability = POLICIES_SYNC
+
+    def get(self, request, name: str):
+        return self._render(request, policy_or_404(name))
+
+    def post(self, request, name: str):
+        policy = policy_or_404(name)
+        names = request.POST.getlist("clusters")
+        if request.POST.get("scope") == "all":
+            names = []
+        elif not names:
+            return self._render(request, policy, error="Tick at least one cluster, or choose every enabled cluster.",
+                                chosen=[], status=400)
+        expected = [value for value in request.POST.get("expected", "").split(",") if value]
+        try:
+            cluster_services.policy_targets_set(policy=policy, names=names, expected=expected)
+        except PolicyError as exc:
+            return self._render(request, policy, error=exc.message, chosen=names, status=exc.status)
+        chosen = cluster_services.target_names(policy)
+        messages.success(request, f"{policy.name} now syncs to " + (", ".join(chosen) if chosen else
+                                                                   "every enabled cluster") + ". Apply it to sync.")
+        return redirect("runtimes:detail", name=policy.name)
+
+    def _render(self, request, policy, *, error: str = "", chosen: list[str] | None = None, status: int = 200):
+        stored = cluster_services.target_names(policy)
+        context = {
+            "policy": policy,
+            "clusters": cluster_services.enabled_clusters(),
+            "chosen": set(stored if chosen is None else chosen),
+            "expected": ",".join(stored),
+            "error": error,
+        }
+        return render(request, "cluster/targets.html", context, status=status)
+
+
 class ClusterDeleteView(CapabilityRequiredMixin, View):
     """GET: confirm deleting the policy's runtime from the cluster (warns about TrainJobs); POST: delete it."""
 

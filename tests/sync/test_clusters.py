@@ -274,3 +274,42 @@ def test_concurrent_sync_requests_answer_202_or_409_never_500(west, west_gateway
         (default_cluster().name, SyncState.SYNCED, 1), (WEST, SyncState.SYNCED, 1)
     ])
     assert west_gateway.get(west_gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME), name="racing") is not None
+
+
+def test_an_admin_chooses_target_clusters_on_the_policy_page_and_a_stale_form_is_refused(
+    west, make_policy, alice, as_alice
+):
+    make_policy("picked")
+    page = Client()
+    page.force_login(alice)
+    detail = page.get("/runtimes/picked/")
+    assert 'href="/cluster/runtimes/picked/targets/"' in detail.content.decode()
+    form = page.get("/cluster/runtimes/picked/targets/").content.decode()
+    assert 'value="gpu-west"' in form and 'name="expected" value=""' in form
+
+    response = page.post("/cluster/runtimes/picked/targets/", {"scope": "chosen", "clusters": [WEST], "expected": ""})
+    assert response.status_code == 302
+    assert as_alice.get("/api/v1/runtimes/picked/clusters/").json()["targetClusters"] == [WEST]
+
+    # A second admin's form drawn before that change would silently widen the policy again: refused, unchanged.
+    response = page.post("/cluster/runtimes/picked/targets/", {"scope": "all", "expected": ""})
+    assert response.status_code == 409 and "changed meanwhile" in response.content.decode()
+    response = as_alice.put("/api/v1/runtimes/picked/clusters/",
+                            {"targetClusters": [], "expectedTargetClusters": []}, format="json")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "conflict"
+    assert as_alice.get("/api/v1/runtimes/picked/clusters/").json()["targetClusters"] == [WEST]
+
+    # "Only these" with nothing ticked is a mistake, not "every cluster".
+    response = page.post("/cluster/runtimes/picked/targets/", {"scope": "chosen", "expected": WEST})
+    assert response.status_code == 400
+    response = page.post("/cluster/runtimes/picked/targets/", {"scope": "all", "expected": WEST})
+    assert response.status_code == 302
+    assert as_alice.get("/api/v1/runtimes/picked/clusters/").json()["targetClusters"] == []
+
+
+def test_a_viewer_may_not_choose_target_clusters(west, make_policy, bob):
+    make_policy("guarded")
+    page = Client()
+    page.force_login(bob)
+    assert page.get("/cluster/runtimes/guarded/targets/").status_code == 403
+    assert page.post("/cluster/runtimes/guarded/targets/", {"scope": "all", "expected": ""}).status_code == 403

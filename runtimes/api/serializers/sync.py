@@ -79,6 +79,11 @@ class TargetClustersInputSerializer(serializers.Serializer):
         help_text="Cluster names the policy syncs to; [] = every enabled cluster. Clusters dropped keep what was "
         "applied there (delete it from the cluster explicitly).",
     )
+    expectedTargetClusters = serializers.ListField(
+        child=serializers.CharField(max_length=63), allow_empty=True, max_length=MAX_CLUSTERS, required=False,
+        help_text="The `targetClusters` you last read. When given and someone changed them since, nothing is "
+        "changed and the answer is 409: read them again and choose again.",
+    )
 
 
 class TargetClustersSerializer(serializers.Serializer):

@@ -379,6 +379,8 @@ class RuntimeTargetClustersApi(APIView):
             200: ss.TargetClustersSerializer,
             400: OpenApiResponse(ErrorSerializer, description="`targetClusters` names an unknown or disabled "
                                  "cluster."),
+            409: OpenApiResponse(ErrorSerializer, description="`expectedTargetClusters` no longer matches: someone "
+                                 "changed the targets meanwhile."),
             **FORBIDDEN,
             **NOT_FOUND,
         },
@@ -388,7 +390,8 @@ class RuntimeTargetClustersApi(APIView):
         serializer = ss.TargetClustersInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         policy = selectors.policy_get(name=name)
-        target_services.policy_targets_set(policy=policy, names=serializer.validated_data["targetClusters"])
+        target_services.policy_targets_set(policy=policy, names=serializer.validated_data["targetClusters"],
+                                           expected=serializer.validated_data.get("expectedTargetClusters"))
         return Response(self._data(selectors.policy_get(name=name)))
 
 
