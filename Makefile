@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTHON := $(shell scripts/find-python)
 
-.PHONY: install system-deps test-deps run test lint bench clean
+.PHONY: install system-deps test-deps run test test-fast lint bench clean
+
+# pytest-xdist workers: one per core by default (`make test PYTEST_WORKERS=0` runs serially).
+PYTEST_WORKERS ?= auto
 
 install: $(VENV)/.installed
 
@@ -33,8 +36,13 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# The whole suite (what CI runs), spread over the cores; a worker takes the next test as it frees up.
 test: install system-deps test-deps lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The contributor's loop: everything but the browser, real-worker and measured-slow tests (tests/slow_tests.txt).
+test-fast: install
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not slow and not browser and not worker" $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

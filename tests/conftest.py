@@ -8,6 +8,7 @@ that talk to a cluster through the gateway (``sandbox``, ``cluster``, ``gateway`
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -17,6 +18,22 @@ from hypothesis import settings as hypothesis_settings
 hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
 hypothesis_settings.register_profile("dev", deadline=None)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+SLOW_TESTS_FILE = Path(__file__).with_name("slow_tests.txt")
+
+
+def _measured_slow_tests() -> frozenset[str]:
+    """Return the node ids (without parameters) listed in tests/slow_tests.txt: the tests measured slow."""
+    lines = SLOW_TESTS_FILE.read_text(encoding="utf-8").splitlines() if SLOW_TESTS_FILE.exists() else []
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests measured slow (tests/slow_tests.txt) ``slow``, so ``make test-fast`` can leave them out."""
+    slow = _measured_slow_tests()
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
