@@ -74,17 +74,20 @@ class SyncBatchView(CapabilityRequiredMixin, View):
 
 
 class AdoptView(CapabilityRequiredMixin, View):
-    """POST: adopt every ClusterTrainingRuntime on the cluster as a policy (idempotent)."""
+    """POST: adopt every ClusterTrainingRuntime on the posted ``cluster`` (the default one when none) as a policy
+    (idempotent); an unknown or disabled cluster is a 404."""
 
     capability = POLICIES_SYNC
 
     def post(self, request):
+        cluster = cluster_or_404(request)
+        back = reverse("cluster:page") + (f"?cluster={cluster.name}" if cluster is not None else "")
         try:
-            result = sync.policies_adopt(actor=request.user)
+            result = sync.policies_adopt(actor=request.user, cluster=cluster)
         except KubeError as exc:
             messages.error(request, f"Adoption failed: {exc.message}")
-            return redirect("cluster:page")
-        return render(request, "cluster/adopt_result.html", {"result": result})
+            return redirect(back)
+        return render(request, "cluster/adopt_result.html", {"result": result, "cluster": cluster, "back": back})
 
 
 class SyncPanelView(CapabilityRequiredMixin, View):

@@ -19,6 +19,7 @@ from runtimes.choices import ClusterState, SyncState
 from runtimes.models import PolicySync, RuntimePolicy
 from runtimes.services import sync
 from runtimes.services.clusters import default_cluster
+from tests.sync.conftest import runtime_manifest
 from trainer_portal import kube
 from trainer_portal.cluster.connections import encrypt_kubeconfig
 from trainer_portal.cluster.models import Cluster
@@ -313,3 +314,24 @@ def test_a_viewer_may_not_choose_target_clusters(west, make_policy, bob):
     page.force_login(bob)
     assert page.get("/cluster/runtimes/guarded/targets/").status_code == 403
     assert page.post("/cluster/runtimes/guarded/targets/", {"scope": "all", "expected": ""}).status_code == 403
+
+
+def test_runtimes_are_adopted_from_the_cluster_the_page_shows(west, west_gateway, gateway, ctr, alice, as_alice):
+    west_ctr = west_gateway.resolve(kube.CLUSTER_TRAINING_RUNTIME)
+    west_gateway.apply(west_ctr, body=runtime_manifest("west-born", num_nodes=3), force=True)
+    page = Client()
+    page.force_login(alice)
+    cluster_page = page.get(f"/cluster/?cluster={WEST}").content.decode()
+    assert f'name="cluster" value="{WEST}"' in cluster_page
+
+    response = page.post("/cluster/adopt/", {"cluster": WEST})
+    assert response.status_code == 200 and "west-born" in response.content.decode()
+    assert RuntimePolicy.objects.filter(name="west-born").exists()
+    assert gateway.get(ctr, name="west-born") is None  # adopting reads gpu-west, writes no cluster
+
+    again = as_alice.post(f"/api/v1/cluster/adopt/?cluster={WEST}")
+    assert again.status_code == 200 and again.json()["unchanged"] == ["west-born"]
+    unknown = as_alice.post("/api/v1/cluster/adopt/?cluster=nowhere")
+    assert unknown.status_code == 400
+    assert [field["path"] for field in unknown.json()["error"]["fields"]] == ["cluster"]
+    assert page.post("/cluster/adopt/", {"cluster": "nowhere"}).status_code == 404

@@ -403,13 +403,25 @@ class ClusterAdoptApi(APIView):
     @extend_schema(
         operation_id="cluster_adopt",
         summary="Adopt the cluster's runtimes as policies",
-        description="Creates a policy for each ClusterTrainingRuntime on the cluster that has none; identical "
-        "ones are reported unchanged and differing ones are left alone. Idempotent.",
+        description="Creates a policy for each ClusterTrainingRuntime on the cluster (`?cluster=`, else the "
+        "default cluster) that has none; identical ones are reported unchanged and differing ones are left alone. "
+        "Idempotent.",
+        parameters=[
+            OpenApiParameter("cluster", OpenApiTypes.STR,
+                             description="The cluster to adopt from (its name); the default cluster when absent."),
+        ],
         request=None,
-        responses={200: ss.AdoptResultSerializer, **FORBIDDEN, **CLUSTER_ERRORS},
+        responses={
+            200: ss.AdoptResultSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="`cluster` names an unknown or disabled cluster."),
+            **FORBIDDEN,
+            **CLUSTER_ERRORS,
+        },
         tags=TAGS,
     )
     def post(self, request):
-        return Response(sync.policies_adopt(actor=request.user).as_dict())
+        name = request.query_params.get("cluster")
+        cluster = target_services.clusters_named([name], field="cluster")[0] if name else None
+        return Response(sync.policies_adopt(actor=request.user, cluster=cluster).as_dict())
 
 
