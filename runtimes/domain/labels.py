@@ -44,11 +44,6 @@ def dns1123_subdomain_problems(value: str) -> list[str]:
     return problems
 
 
-def is_dns1123_label(value: object) -> bool:
-    """Return True when `value` is a string that is a valid DNS-1123 label."""
-    return isinstance(value, str) and not dns1123_label_problems(value)
-
-
 def is_dns1123_subdomain(value: object) -> bool:
     """Return True when `value` is a string that is a valid DNS-1123 subdomain."""
     return isinstance(value, str) and not dns1123_subdomain_problems(value)
@@ -94,8 +89,3 @@ def label_value_problems(value: str) -> list[str]:
             "alphanumeric character (e.g. 'MyValue', 'my_value' or '12345')"
         )
     return problems
-
-
-def is_label_key(value: object) -> bool:
-    """Return True when `value` is a string that is a valid label key."""
-    return isinstance(value, str) and not label_key_problems(value)

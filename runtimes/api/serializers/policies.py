@@ -6,7 +6,6 @@ the services call. Output serializers are read-only views of model rows and serv
 
 from __future__ import annotations
 
-from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
@@ -47,15 +46,6 @@ def _username(user: Any) -> str | None:
 
 def _absolute(request: Any, path: str) -> str:
     return request.build_absolute_uri(path) if request is not None else path
-
-
-def change_dict(change: Any) -> dict[str, Any]:
-    """Return a domain `Change` as a JSON-ready dict (its dataclass fields, or `as_dict()` when it has one)."""
-    if hasattr(change, "as_dict"):
-        return change.as_dict()
-    if is_dataclass(change):
-        return asdict(change)
-    return dict(change)
 
 
 def _depth(value: Any) -> int:
