@@ -206,8 +206,14 @@ class StreamCrowd(threading.Thread):
 
 
 def _latencies(writes: dict[int, float], seen: list[dict[int, float]]) -> tuple[list[float], int]:
-    """Return every (viewer, change) latency and how many pairs were expected."""
-    latencies = [views[number] - at for views in seen for number, at in writes.items() if number in views]
+    """Return every (viewer, change) latency and how many pairs were expected. A change is on a viewer's page from
+    the first moment the page shows it or a later one (a poll that skipped it still caught up past it)."""
+    latencies = []
+    for views in seen:
+        for number, at in writes.items():
+            shown = [when for seen_number, when in views.items() if seen_number >= number]
+            if shown:
+                latencies.append(min(shown) - at)
     return latencies, len(writes) * len(seen)
 
 
@@ -216,7 +222,12 @@ def _run(viewers: list, seconds: float, port: int, cookie: str, pids: list[int])
     for viewer in viewers:
         viewer.start()
     time.sleep(3.0)  # every viewer polled or opened its stream once
-    cpu_start = sum(_cpu_seconds(pid) for pid in pids)
+    crowds = [viewer for viewer in viewers if isinstance(viewer, StreamCrowd)]
+    deadline = time.monotonic() + 120
+    while any(c.opened + c.errors < c.count for c in crowds) and time.monotonic() < deadline:
+        time.sleep(0.2)  # a thousand pages take a while to open: measure once they are all open
+    time.sleep(1.0)
+    cpu_start = [_cpu_seconds(pid) for pid in pids]
     wall_start = time.monotonic()
     changes, loads = Changes(stop), PageLoads(port, cookie, stop)
     changes.start()
@@ -226,13 +237,13 @@ def _run(viewers: list, seconds: float, port: int, cookie: str, pids: list[int])
     changes.join(timeout=10)
     loads.join(timeout=40)
     time.sleep(1.5)  # the last change reaches everybody
-    cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu_start
+    cpu = [_cpu_seconds(pid) - start for pid, start in zip(pids, cpu_start, strict=True)]
     wall = time.monotonic() - wall_start
     for viewer in viewers:
         viewer.stop.set()
         viewer.join(timeout=30)
     return {"writes": changes.writes, "page_loads": loads.times, "page_errors": loads.errors,
-            "cpu_per_s": cpu / wall}
+            "cpu_per_s": sum(cpu) / wall, "stream_cpu_per_s": sum(cpu[1:]) / wall}
 
 
 def bench(viewers: int, seconds: float, sessions: int, capacity: int, capacity_seconds: float) -> dict:
@@ -275,7 +286,8 @@ def bench(viewers: int, seconds: float, sessions: int, capacity: int, capacity_s
         run = _run([crowd], capacity_seconds, page_port, cookies[0], [gunicorn.pid, uvicorn.pid])
         run["latencies"], run["expected"] = _latencies(run["writes"], crowd.seen)
         run["errors"], run["opened"] = crowd.errors, crowd.opened
-        run["complete"] = sum(1 for views in crowd.seen if all(n in views for n in run["writes"]))
+        last = max(run["writes"], default=0)
+        run["complete"] = sum(1 for views in crowd.seen if last in views)
         results["capacity"] = run
     finally:
         for server in (uvicorn, gunicorn):
@@ -312,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<8} event → viewer p50 {_pct(lat, 0.5):.2f} s, p95 {_pct(lat, 0.95):.2f} s "
               f"({len(lat)}/{run['expected']} seen, {run['errors']} errors); page load p50 "
               f"{_pct(loads, 0.5) * 1000:.0f} ms, p95 {_pct(loads, 0.95) * 1000:.0f} ms ({run['page_errors']} "
-              f"errors); server CPU {run['cpu_per_s'] * 1000:.0f} ms/s")
+              f"errors); servers' CPU {run['cpu_per_s'] * 1000:.0f} ms/s (stream server "
+              f"{run['stream_cpu_per_s'] * 1000:.0f} ms/s)")
     (base_p95, base_cpu), (p95, cpu) = p95s["polling"], p95s["streams"]
     print(f"  streams / polling (baseline, same run): latency p95 ×{p95 / base_p95 if base_p95 else 0:.2f}, "
           f"server CPU ×{cpu / base_cpu if base_cpu else 0:.2f}; targets p95 ≤ {TARGET_LATENCY_P95_S} s, "
@@ -323,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     cap = results["capacity"]
     lat = cap["latencies"]
     print(f"  capacity: {cap['opened']}/{capacity} streams opened on one uvicorn process, {cap['errors']} errors, "
-          f"{cap['complete']} saw every one of {len(cap['writes'])} changes; event → viewer p50 "
-          f"{_pct(lat, 0.5):.2f} s, p95 {_pct(lat, 0.95):.2f} s; server CPU {cap['cpu_per_s'] * 1000:.0f} ms/s")
+          f"{cap['complete']} show the last of {len(cap['writes'])} changes; event → viewer p50 "
+          f"{_pct(lat, 0.5):.2f} s, p95 {_pct(lat, 0.95):.2f} s; stream server CPU "
+          f"{cap['stream_cpu_per_s'] * 1000:.0f} ms/s")
     ok &= cap["opened"] == capacity and cap["errors"] == 0
     return 0 if ok else 1
 

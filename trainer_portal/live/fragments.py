@@ -22,3 +22,11 @@ def is_live_fragment(path: str) -> bool:
     except Resolver404:
         return False
     return bool(getattr(match.func, "live_fragment", False))
+
+
+def fragment_capability(path: str) -> str | None:
+    """Return the capability the fragment at ``path`` declares (``capability_required``), or None."""
+    try:
+        return getattr(resolve(path).func, "capability", None)
+    except Resolver404:
+        return None

@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import time
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from .fragments import is_live_fragment
+from trainer_portal import roles
+
+from .fragments import fragment_capability, is_live_fragment
 from .hub import Asker, Hub, Stream, get_hub
 
 HEARTBEAT_SECONDS = 15.0
@@ -29,9 +33,15 @@ def _bad(field: str, message: str) -> HttpResponse:
 
 @require_GET
 async def stream(request: HttpRequest) -> HttpResponse:
-    """Open a live stream for one page. 400 names a bad ``page`` or ``etag``; 403 when not signed in (or the
-    fragment refuses the user); 404 when streams are off; 503 (Retry-After) under WSGI or when this process holds
-    its maximum of streams."""
+    """Open a live stream for one page; return the event stream, or: 302 to the login page when not signed in;
+    403 when the user lacks the fragment's capability (or the fragment refuses the user); 404 when streams are
+    off; 400 naming a bad ``page`` or ``etag``; 503 (Retry-After) under WSGI or when this process holds its
+    maximum of streams."""
+    user = await request.auser()
+    if not user.is_authenticated:  # like every page; an EventSource treats the login page as a failed stream
+        return redirect_to_login(request.get_full_path())
+    if not await sync_to_async(roles.has_capability)(user, roles.JOBS_VIEW):
+        return HttpResponse(f"{roles.DENIED[roles.JOBS_VIEW]}\n", status=403, content_type="text/plain; charset=utf-8")
     if not settings.TRAINER_PORTAL_LIVE_STREAM:
         return HttpResponse("Live streams are off (TRAINER_PORTAL_LIVE_STREAM); pages poll.\n", status=404,
                             content_type="text/plain; charset=utf-8")
@@ -45,9 +55,9 @@ async def stream(request: HttpRequest) -> HttpResponse:
         return _bad("page", "give the live fragment URL the page polls (its poller's hx-get), e.g. /jobs/live/")
     if len(etag) > 200 or not etag.isprintable():
         return _bad("etag", "give the ETag the page holds (its poller's data-etag), at most 200 characters")
-    user = await request.auser()
-    if not user.is_authenticated:
-        return HttpResponse("Sign in first.\n", status=403, content_type="text/plain; charset=utf-8")
+    needed = fragment_capability(path)
+    if needed and needed != roles.JOBS_VIEW and not await sync_to_async(roles.has_capability)(user, needed):
+        return HttpResponse(f"{roles.DENIED[needed]}\n", status=403, content_type="text/plain; charset=utf-8")
     hub = get_hub()
     if hub.full():
         return HttpResponse("Too many open streams on this server; the page polls meanwhile.\n", status=503,
@@ -58,6 +68,11 @@ async def stream(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=403 if status in (301, 302) else status)
     return StreamingHttpResponse(_events(hub, opened), content_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+# What the route table declares: the fragments streams follow today are the TrainJobs pages'. The stream checks the
+# followed fragment's own capability when it opens, and the fragment checks it again on every delivery.
+stream.capability = roles.JOBS_VIEW
 
 
 async def _events(hub: Hub, opened: Stream):
