@@ -272,7 +272,7 @@ TRAINER_PORTAL_RBAC_BUDGET_SECONDS = float(os.environ.get("TRAINER_PORTAL_RBAC_B
 # Live pages (trainer_portal/live, docs/operations.md): the path pages open their server-sent event stream at, served
 # by the ASGI server (uvicorn trainer_portal.asgi:application) behind the same host. Empty: pages poll (make run).
 TRAINER_PORTAL_LIVE_STREAM = os.environ.get("TRAINER_PORTAL_LIVE_STREAM", "")
-TRAINER_PORTAL_LIVE_TICK_SECONDS = float(os.environ.get("TRAINER_PORTAL_LIVE_TICK_SECONDS", "0.25"))
+TRAINER_PORTAL_LIVE_TICK_SECONDS = float(os.environ.get("TRAINER_PORTAL_LIVE_TICK_SECONDS", "0.1"))
 TRAINER_PORTAL_LIVE_THREADS = int(os.environ.get("TRAINER_PORTAL_LIVE_THREADS", "4"))
 TRAINER_PORTAL_LIVE_MAX_STREAMS = int(os.environ.get("TRAINER_PORTAL_LIVE_MAX_STREAMS", "5000"))
 TRAINER_PORTAL_LIVE_STREAM_SECONDS = float(os.environ.get("TRAINER_PORTAL_LIVE_STREAM_SECONDS", "600"))
