@@ -111,14 +111,19 @@ class Hub:
 
     async def open(self, stream: Stream) -> int:
         """Check ``stream`` against its fragment and register it; return 200, or the fragment's refusal (302, 403,
-        404, …: the stream is then not opened). A page found behind is sent the fragment at once."""
-        if self._watermark is None:
-            self._watermark = await self._run(sources.watermark)
-        answer = await self._ask(stream.asker, stream.url, stream.etag)
-        if answer.status == 304:
-            # The page is current: learn what it shows (same request without the ETag) so that a later change
-            # which leaves it as it is sends nothing.
-            baseline = await self._ask(stream.asker, stream.url, "")
+        404, …; 503 when the database cannot be read: the stream is then not opened). A page found behind is sent
+        the fragment at once."""
+        try:
+            if self._watermark is None:
+                self._watermark = await self._run(sources.watermark)
+            answer = await self._ask(stream.asker, stream.url, stream.etag)
+            # A current page: learn what it shows (same request without the ETag), so that a later change which
+            # leaves it as it is sends nothing.
+            baseline = await self._ask(stream.asker, stream.url, "") if answer.status == 304 else None
+        except Exception:  # the database is away: the page polls (and shows why) until it can stream again
+            logger.warning("live: opening a stream failed", exc_info=True)
+            return 503
+        if baseline is not None:
             if baseline.status != 200:
                 return baseline.status
             stream.shown = fingerprint(baseline.body)
