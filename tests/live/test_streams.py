@@ -126,3 +126,13 @@ def test_the_stream_checks_who_asks(asgi_server, django_user_model, jobs):
     event = reader.next_event(10)
     assert event is not None and event[0] == "end"
     reader.close()
+
+
+def test_under_wsgi_the_stream_answers_503_and_the_page_polls(client, django_user_model, settings):
+    settings.TRAINER_PORTAL_LIVE_STREAM = STREAM
+    client.force_login(_user(django_user_model, "vic", "viewer"))
+    response = client.get(STREAM, {"page": "/jobs/live/", "etag": "x"})
+    assert response.status_code == 503 and response["Retry-After"]
+    settings.TRAINER_PORTAL_LIVE_STREAM = ""
+    assert client.get(STREAM, {"page": "/jobs/live/", "etag": "x"}).status_code == 404
+    assert "data-live-stream" not in client.get("/jobs/").content.decode()
