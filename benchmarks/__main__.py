@@ -1,24 +1,29 @@
 """Run every benchmark module's ``main`` in turn: ``python -m benchmarks [--quick] [--only NAME ...]``.
 
 Each module in this package exposing ``main(argv) -> int`` prints its own p50/p95 table and the ratio
-against a baseline measured in the same run. The exit code is non-zero when any benchmark failed.
+against a baseline measured in the same run. Each runs in its own Python process (its own Django set-up and
+throwaway database), so one module's end — or crash — cannot break the next; the run always reaches the last
+module. The exit code is non-zero when any benchmark failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
+import subprocess
 import sys
 import time
-from pathlib import Path
 
-
-def _benchmark_modules() -> list[str]:
-    package_dir = Path(__file__).resolve().parent
-    return sorted(
-        info.name for info in pkgutil.iter_modules([str(package_dir)]) if not info.name.startswith("_")
-    )
+# One name per line, so that modules added in parallel merge without conflicts.
+BENCHMARKS = [
+    "broker",
+    "jobs_pages",
+    "live_pages",
+    "placement",
+    "sandbox_api",
+    "snapshot_store",
+    "sync",
+    "tracking",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,18 +32,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", nargs="*", default=None, help="module names to run (default: all)")
     args, rest = parser.parse_known_args(argv)
-    names = args.only or _benchmark_modules()
-    failures = 0
+    names = args.only or BENCHMARKS
+    results: list[tuple[str, int, float]] = []
     for name in names:
-        module = importlib.import_module(f"benchmarks.{name}")
-        if not hasattr(module, "main"):
-            continue
         print(f"\n=== benchmarks.{name} ===", flush=True)
         started = time.perf_counter()
-        code = module.main((["--quick"] if args.quick else []) + rest)
-        print(f"=== benchmarks.{name}: exit {code} in {time.perf_counter() - started:.1f} s ===", flush=True)
-        failures += bool(code)
-    return 1 if failures else 0
+        code = subprocess.call([sys.executable, "-m", f"benchmarks.{name}",
+                                *(["--quick"] if args.quick else []), *rest])
+        elapsed = time.perf_counter() - started
+        print(f"=== benchmarks.{name}: exit {code} in {elapsed:.1f} s ===", flush=True)
+        results.append((name, code, elapsed))
+    print("\n=== summary ===")
+    for name, code, elapsed in results:
+        print(f"  {name:<16} {'ok' if code == 0 else f'FAILED (exit {code})':<18} {elapsed:7.1f} s")
+    return 1 if any(code for _, code, _ in results) else 0
 
 
 if __name__ == "__main__":

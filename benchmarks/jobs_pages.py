@@ -157,6 +157,27 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
+def wait_ready(port: int, server: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Return once the server on ``port`` answers ``/healthz`` with 200 (its workers are up, not just its socket).
+
+    Raises RuntimeError when the server exits or does not answer within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the server on port {port} exited with {server.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return
+            conn.close()
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server on port {port} did not answer /healthz within {timeout:.0f} s")
+
+
 class Viewer(threading.Thread):
     """Polls a URL every second (random phase) with If-None-Match, as an open page does; records when it first
     saw each change (a 200 after a 304)."""
@@ -209,12 +230,7 @@ def bench_live(viewers: int, seconds: float, workers: int) -> dict:
         [sys.executable, "-m", "gunicorn", "trainer_portal.wsgi:application", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--log-level", "warning"], env=env, cwd=str(settings.BASE_DIR))
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_ready(port, server)
         client = Client()
         client.force_login(User.objects.get(username="bench-viewer"))
         cookie = f"sessionid={client.cookies['sessionid'].value}"

@@ -18,6 +18,12 @@ class JobsConfig(AppConfig):
         signals.configure_creator_keys(getattr(settings, "TRAINER_PORTAL_CREATOR_KEYS", []))
         setting_changed.connect(_creator_keys_changed, dispatch_uid="jobs-creator-keys")
         handlers.register_with_hub()
+        # Live streams of the list and detail pages follow this watermark (trainer_portal/live).
+        from trainer_portal.live import sources
+
+        from . import live
+
+        sources.register("jobs", live.watermark)
 
 
 def _creator_keys_changed(*, setting: str, value, **_) -> None:

@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from trainer_portal import roles
+from trainer_portal.live.fragments import live_fragment
 from trainer_portal.permissions import capability_required
 
 from . import selectors, services
@@ -149,6 +150,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/list.html", context, status=status)
 
 
+@live_fragment
 @require_GET
 @can_see_jobs
 def job_list_live(request: HttpRequest) -> HttpResponse:
@@ -248,6 +250,7 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     return render(request, "jobs/detail.html", _detail_context(request, namespace, name))
 
 
+@live_fragment
 @require_GET
 @can_see_jobs
 def job_detail_live(request: HttpRequest, namespace: str, name: str) -> HttpResponse:

@@ -269,6 +269,14 @@ TRAINER_PORTAL_RBAC_GROUP_PREFIX = os.environ.get("TRAINER_PORTAL_RBAC_GROUP_PRE
 TRAINER_PORTAL_RBAC_CACHE_SECONDS = float(os.environ.get("TRAINER_PORTAL_RBAC_CACHE_SECONDS", "60"))
 TRAINER_PORTAL_RBAC_BUDGET_SECONDS = float(os.environ.get("TRAINER_PORTAL_RBAC_BUDGET_SECONDS", "3"))
 
+# Live pages (trainer_portal/live, docs/operations.md): the path pages open their server-sent event stream at, served
+# by the ASGI server (uvicorn trainer_portal.asgi:application) behind the same host. Empty: pages poll (make run).
+TRAINER_PORTAL_LIVE_STREAM = os.environ.get("TRAINER_PORTAL_LIVE_STREAM", "")
+TRAINER_PORTAL_LIVE_TICK_SECONDS = float(os.environ.get("TRAINER_PORTAL_LIVE_TICK_SECONDS", "0.1"))
+TRAINER_PORTAL_LIVE_THREADS = int(os.environ.get("TRAINER_PORTAL_LIVE_THREADS", "4"))
+TRAINER_PORTAL_LIVE_MAX_STREAMS = int(os.environ.get("TRAINER_PORTAL_LIVE_MAX_STREAMS", "5000"))
+TRAINER_PORTAL_LIVE_STREAM_SECONDS = float(os.environ.get("TRAINER_PORTAL_LIVE_STREAM_SECONDS", "600"))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

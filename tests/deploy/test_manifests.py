@@ -94,7 +94,8 @@ def test_only_pods_that_talk_to_the_cluster_mount_a_token(rendered):
             continue
         pod = obj["spec"]["template"]["spec"]
         component = obj["metadata"]["labels"].get("app.kubernetes.io/component")
-        talks_to_cluster = component in {"web", "worker", "cluster-watch"}
+        # live renders the same fragments as web, RBAC namespace visibility included.
+        talks_to_cluster = component in {"web", "live", "worker", "cluster-watch"}
         assert pod.get("automountServiceAccountToken") is talks_to_cluster, obj["metadata"]["name"]
         if talks_to_cluster:
             assert pod["serviceAccountName"] == "trainer-portal-controller"
