@@ -17,7 +17,11 @@ from trainer_portal.simulation.core import DEADLINE, HISTORY, REPORTED, UNKNOWN,
 from trainer_portal.simulation.durations import Durations
 from trainer_portal.simulation.model import INF, RunningJob, SimJob, SimSettings
 
-DEFAULT_SAMPLES = 16
+MAX_SAMPLES = 16
+MIN_SAMPLES = 4
+# Bounded work: about this many simulated admissions per estimate (a run admits every waiting job once), so a
+# long queue gets fewer runs rather than a longer computation.
+ADMISSION_BUDGET = 4_000
 DEFAULT_HORIZON = 14 * 86400.0
 
 
@@ -63,15 +67,22 @@ def _ends_text(sources: Counter) -> str:
     return text
 
 
+def samples_for(waiting: int) -> int:
+    """Return how many runs an estimate of `waiting` jobs makes: MAX_SAMPLES for short queues, fewer (never below
+    MIN_SAMPLES) as the queue grows, so the work stays near ADMISSION_BUDGET admissions."""
+    return max(MIN_SAMPLES, min(MAX_SAMPLES, ADMISSION_BUDGET // max(waiting, 1)))
+
+
 def estimate_starts(snapshot: ClusterSnapshot, running: Sequence[RunningJob], waiting: Sequence[SimJob],
-                    durations: Durations, *, now: float, samples: int = DEFAULT_SAMPLES, seed: int = 0,
+                    durations: Durations, *, now: float, samples: int | None = None, seed: int = 0,
                     settings: SimSettings | None = None, horizon: float = DEFAULT_HORIZON,
                     max_events: int = 200_000) -> dict[str, Estimate]:
     """Return an Estimate per waiting job: `samples` seeded runs from `now` (the same seed gives the same answer).
 
-    Work is bounded by `samples` × (`max_events` or the end of `horizon` seconds, whichever comes first); a run
-    stops as soon as every waiting job has started. Raises nothing for unplaceable jobs (they are 'unknown')."""
-    samples = max(int(samples), 1)
+    `samples` defaults to `samples_for(len(waiting))`. Work is bounded by `samples` × (`max_events` or the end of
+    `horizon` seconds, whichever comes first); a run stops as soon as every waiting job has started. Raises
+    nothing for unplaceable jobs (they are 'unknown')."""
+    samples = samples_for(len(waiting)) if samples is None else max(int(samples), 1)
     waiting = sorted(waiting, key=SimJob.order_key)
     wanted = {job.key for job in waiting}
     draws: dict[str, list[float]] = {job.key: [] for job in waiting}

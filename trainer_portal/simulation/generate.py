@@ -27,7 +27,8 @@ def topology_for(snapshot: ClusterSnapshot, nodes: int) -> str | None:
 def generate_arrivals(snapshot: ClusterSnapshot, *, jobs: int, days: float, seed: int = 0,
                       scale: float = 1.0) -> list[SimJob]:
     """Return `jobs` SimJobs arriving as a Poisson process over `days`, sizes from SIZES (× `scale`, at least one
-    node), run times log-normal per runtime, a priority of 0 or (one in ten) 100. Deterministic for `seed`."""
+    node, at most a quarter of the cluster so every job fits somewhere), run times log-normal per runtime, a
+    priority of 0 or (one in ten) 100. Deterministic for `seed`."""
     rng = random.Random(seed)
     span = days * 86400.0
     names = list(RUNTIMES)
@@ -38,7 +39,7 @@ def generate_arrivals(snapshot: ClusterSnapshot, *, jobs: int, days: float, seed
         t += rng.expovariate(jobs / span)
         runtime = rng.choice(names)
         median, sigma = RUNTIMES[runtime]
-        nodes = max(1, round(rng.choices(sizes, weights)[0] * scale))
+        nodes = min(max(1, round(rng.choices(sizes, weights)[0] * scale)), max(snapshot.size // 4, 1))
         duration = median * math.exp(rng.gauss(0.0, sigma))
         priority = 100 if rng.random() < 0.1 else 0
         key = f"job-{index:06d}"
