@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "trainer_portal.sso",
     "runtimes",
     "jobs",
+    "forecast",
 ]
 
 MIDDLEWARE = [
@@ -362,6 +363,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Beat records its heartbeat when it publishes; the pulse makes it publish every 10 s. Expired pulses (no worker
     # for a while) are dropped, so they never pile up in the queue.
+    # Estimated starts: recomputed per cluster when its queue, running jobs or snapshot changed (forecast app).
+    "forecast-refresh": {"task": "forecast.tasks.forecast_refresh_task", "schedule": 60.0, "options": {"expires": 120}},
     "portal-beat-pulse": {
         "task": "trainer_portal.health.tasks.beat_pulse_task", "schedule": 10.0, "options": {"expires": 30},
     },
