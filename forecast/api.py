@@ -69,7 +69,8 @@ class AccuracySerializer(serializers.Serializer):
 
 class TopologyChangeSerializer(serializers.Serializer):
     runtime = serializers.CharField(max_length=253)
-    level = serializers.ChoiceField(choices=services.LEVELS)
+    topologyLevel = serializers.ChoiceField(choices=services.LEVELS,
+                                            help_text="The level its gangs must fit in ('none': anywhere).")
 
 
 class NodeChangeSerializer(serializers.Serializer):

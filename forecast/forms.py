@@ -39,7 +39,7 @@ class WhatIfForm(forms.Form):
         data = self.cleaned_data
         candidate: dict = {"topology": [], "nodes": [], "strictFifo": []}
         if data.get("runtime") and data.get("level"):
-            candidate["topology"].append({"runtime": data["runtime"], "level": data["level"]})
+            candidate["topology"].append({"runtime": data["runtime"], "topologyLevel": data["level"]})
         if data.get("domain"):
             candidate["nodes"].append({"domain": data["domain"], "change": data.get("change") or "add",
                                        "count": data.get("count") or 0,

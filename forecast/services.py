@@ -169,7 +169,7 @@ def candidate_from(spec: dict, keys) -> Candidate:
     ValueError naming the field for a level that is not one of LEVELS."""
     topology = {}
     for item in spec.get("topology", []):
-        level = item["level"]
+        level = item["topologyLevel"]
         if level not in LEVELS:
             raise ValueError(f"candidate.topology: level must be one of {', '.join(LEVELS)}")
         topology[item["runtime"]] = "" if level == "none" else getattr(keys, level)
