@@ -42,19 +42,24 @@ def store_snapshot(busy_nodes: int = 2):
 
 @pytest.fixture
 def queue_with_history(db):
+    """See `make_queue`."""
+    return make_queue()
+
+
+def make_queue(runtime: str = "torch-distributed"):
     """A 2-node cluster held by a job admitted 30 min ago, six finished jobs of its kind that ran 1 h each, and a
-    2-node gang waiting. Returns (waiting job, running job)."""
+    2-node gang waiting, all of `runtime`. Returns (waiting job, running job)."""
     snapshot = store_snapshot()
     now = timezone.now()
     for index in range(6):
         admitted = now - dt.timedelta(hours=10 + index)
-        tracked_job("team-a", f"done-{index}", state="succeeded", num_nodes=2, resources_per_node=GPU,
+        tracked_job("team-a", f"done-{index}", state="succeeded", num_nodes=2, resources_per_node=GPU, runtime=runtime,
                     submitted=admitted - dt.timedelta(minutes=5), admitted=admitted,
                     finished_at=admitted + dt.timedelta(hours=1))
-    running = tracked_job("team-b", "holder", state="running", num_nodes=2, resources_per_node=GPU,
+    running = tracked_job("team-b", "holder", state="running", num_nodes=2, resources_per_node=GPU, runtime=runtime,
                           admitted=now - dt.timedelta(minutes=30), submitted=now - dt.timedelta(minutes=40),
                           pods=[{"name": f"holder-{i}", "node": snapshot.names[i], "phase": "Running",
                                  "podGroup": ""} for i in range(2)])
     waiting = tracked_job("team-a", "waiter", state="gang-pending", num_nodes=2, resources_per_node=GPU,
-                          submitted=now - dt.timedelta(minutes=20))
+                          runtime=runtime, submitted=now - dt.timedelta(minutes=20))
     return waiting, running
