@@ -116,7 +116,7 @@ def _h(seconds: float | None) -> str:
 def bench_backtest(nodes: int, jobs: int, days: float, checkpoints: int) -> bool:
     cluster = synthetic_cluster(racks=racks_for(nodes))
     records, _, _ = _timed(lambda: generate_history(cluster, jobs=jobs, days=days, seed=4,
-                                                    scale=1.15 * _scale(jobs, days, nodes)))
+                                                    scale=1.4 * _scale(jobs, days, nodes)))
     report, wall, _ = _timed(lambda: backtest(cluster, records, checkpoints=checkpoints, seed=1))
     if report.median_abs_error is None:
         print("backtest: no waiting job at any checkpoint (history too light)")
