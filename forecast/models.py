@@ -48,6 +48,8 @@ class ForecastRun(models.Model):
     duration_ms = models.PositiveIntegerField(default=0)
     backtest = models.JSONField(default=dict, blank=True, help_text="The last backtest report over recorded history.")
     backtest_at = models.DateTimeField(null=True, blank=True)
+    advice = models.JSONField(default=list, blank=True,
+                              help_text="Per zone: the smallest addition that starts today's waiting gangs in time.")
 
     def __str__(self) -> str:
         return f"forecast of cluster {self.cluster_id} at {self.computed_at}: {self.status}"

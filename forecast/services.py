@@ -23,6 +23,7 @@ from trainer_portal.cluster import snapshots
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.jobhistory import RUNNING, WAITING
 from trainer_portal.simulation import Candidate, SimSettings, backtest, compare, estimate_starts
+from trainer_portal.simulation.capacity import capacity_advice
 from trainer_portal.simulation.estimate import samples_for
 from trainer_portal.simulation.whatif import NodeChange
 
@@ -134,6 +135,26 @@ def run_backtest(cluster: Cluster, *, checkpoints: int = 24) -> dict:
     return report
 
 
+def run_capacity_advice(cluster: Cluster) -> list[dict]:
+    """Compute and store, per zone, the smallest node addition that would start every waiting gang within
+    FORECAST_ADVICE_TARGET_SECONDS (default 1 h); returns it ([] without a snapshot, with no waiting job, or with
+    more than FORECAST_ADVICE_MAX_WAITING (200) waiting: the search runs many estimates)."""
+    live = snapshots.live_snapshot(cluster)
+    now = timezone.now()
+    jobs = jobhistory.tracked_jobs(cluster.pk, now - history_window())
+    waiting = [job for job in jobs if job.phase == WAITING]
+    advice: list[dict] = []
+    if live is not None and 0 < len(waiting) <= int(_setting("FORECAST_ADVICE_MAX_WAITING", 200)):
+        refs = [job.ref for job in waiting]
+        positions = {ref: facts.queue for ref, facts in jobfacts.facts_for(refs).items() if facts.queue}
+        found = capacity_advice(live.snapshot, domain.running_of(jobs), domain.waiting_of(waiting, positions),
+                                domain.durations_of(jobs), now=domain.seconds(now),
+                                target_seconds=_setting("FORECAST_ADVICE_TARGET_SECONDS", 3600))
+        advice = [item.to_dict() for item in found]
+    ForecastRun.objects.filter(cluster=cluster).update(advice=advice)
+    return advice
+
+
 def refresh_all() -> str:
     """Recompute the estimates of every enabled cluster whose inputs changed (bounded by FORECAST_MAX_WAITING and
     the estimator's work budget), and its backtest when older than FORECAST_BACKTEST_SECONDS. Returns a summary."""
@@ -144,6 +165,7 @@ def refresh_all() -> str:
             run = compute_estimates(cluster)
             if run.backtest_at is None or (timezone.now() - run.backtest_at).total_seconds() > every:
                 run_backtest(cluster)
+                run_capacity_advice(cluster)
             results.append(f"{cluster.name}: {run.status} ({run.waiting} waiting)")
         except Exception as exc:  # one cluster's failure must not stop the others
             logger.exception("forecast of cluster %s failed", cluster.name)

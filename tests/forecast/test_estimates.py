@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from forecast import services
-from forecast.models import StartEstimateRow
+from forecast.models import ForecastRun, StartEstimateRow
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.jobfacts import JobRef, facts_for
 
@@ -54,3 +54,14 @@ def test_unchanged_inputs_are_not_recomputed_until_the_estimates_age(queue_with_
 def test_the_backtest_over_recorded_history_is_stored(queue_with_history):
     report = services.run_backtest(Cluster.objects.get(is_default=True), checkpoints=4)
     assert set(report) >= {"medianAbsErrorSeconds", "coverage", "estimates"}
+
+
+def test_capacity_advice_is_stored_per_zone(queue_with_history, settings):
+    settings.FORECAST_ADVICE_TARGET_SECONDS = 60
+    cluster = Cluster.objects.get(is_default=True)
+    services.compute_estimates(cluster)
+    (advice,) = services.run_capacity_advice(cluster)
+    # The holder frees its 2 nodes in 30 min; to start the 2-node waiter within a minute, add 8 nodes (one step).
+    assert advice == {"domain": "zone-a", "nodes": 8, "gpusPerNode": 8, "limit": 256,
+                      "latestStart": advice["latestStart"]}
+    assert ForecastRun.objects.get(cluster=cluster).advice == [advice]

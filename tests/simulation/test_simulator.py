@@ -150,3 +150,22 @@ def test_backtest_reports_error_and_coverage_on_generated_history():
     assert report.estimates > 0
     assert report.median_abs_error is not None and 0.0 <= report.coverage <= 1.0
     assert report.baseline_median_abs_error is not None
+
+
+def test_capacity_advice_finds_the_smallest_addition_that_meets_the_target():
+    from trainer_portal.simulation.capacity import capacity_advice
+
+    snapshot = synthetic_cluster(zones=1, blocks_per_zone=1, racks=1, nodes_per_rack=4)
+    running = seat(snapshot, "holder", 4, started=0.0, deadline=10_000.0)
+    waiting = [gang("a", 2, arrival=1.0, duration=100.0), gang("b", 3, arrival=2.0, duration=100.0)]
+    # Nothing frees for 10,000 s. Within an hour: 3 new nodes (a runs first, b after it, at 100 s); within 50 s
+    # both must run at once: 2 + 3 nodes.
+    (hour,) = capacity_advice(snapshot, [running], waiting, Durations(), now=0.0, target_seconds=3600.0, step=1,
+                              limit=16)
+    (now,) = capacity_advice(snapshot, [running], waiting, Durations(), now=0.0, target_seconds=50.0, step=1,
+                             limit=16)
+    assert (hour.nodes, hour.latest) == (3, 100.0)
+    assert (now.nodes, now.latest) == (5, 0.0)
+    (none_needed,) = capacity_advice(snapshot, [running], waiting, Durations(), now=0.0, target_seconds=20_000.0,
+                                     step=1, limit=16)
+    assert none_needed.nodes == 0
