@@ -24,7 +24,7 @@ from trainer_portal.cluster.models import Cluster
 from trainer_portal.jobhistory import RUNNING, WAITING
 from trainer_portal.simulation import Candidate, SimSettings, backtest, compare, estimate_starts
 from trainer_portal.simulation.capacity import capacity_advice
-from trainer_portal.simulation.estimate import samples_for
+from trainer_portal.simulation.estimate import arrival_model, samples_for
 from trainer_portal.simulation.whatif import NodeChange
 
 from . import domain, tasks
@@ -93,8 +93,14 @@ def compute_estimates(cluster: Cluster, *, force: bool = False) -> ForecastRun:
         limit = int(_setting("FORECAST_MAX_WAITING", 2000))
         beyond = sim_waiting[limit:]
         sim_waiting = sim_waiting[:limit]
+        arrivals = None
+        if len(sim_waiting) <= int(_setting("FORECAST_ARRIVALS_MAX_WAITING", 200)):
+            # Future arrivals like the last week's compete too (they cost runs, so only for queues this short).
+            history = [record.sim_job(with_duration=False) for record in domain.history_records(jobs)]
+            arrivals = arrival_model(history, now=domain.seconds(now))
         estimates = estimate_starts(live.snapshot, domain.running_of(jobs), sim_waiting, domain.durations_of(jobs),
-                                    now=domain.seconds(now), seed=int(_setting("FORECAST_SEED", 1)))
+                                    now=domain.seconds(now), seed=int(_setting("FORECAST_SEED", 1)),
+                                    arrivals=arrivals)
         by_uid = {job.ref.uid: job for job in waiting}
         rows = []
         for estimate in estimates.values():

@@ -169,3 +169,18 @@ def test_capacity_advice_finds_the_smallest_addition_that_meets_the_target():
     (none_needed,) = capacity_advice(snapshot, [running], waiting, Durations(), now=0.0, target_seconds=20_000.0,
                                      step=1, limit=16)
     assert none_needed.nodes == 0
+
+
+def test_future_higher_priority_arrivals_push_a_waiting_job_later():
+    from trainer_portal.simulation.estimate import ArrivalModel
+
+    snapshot = synthetic_cluster(zones=1, blocks_per_zone=1, racks=1, nodes_per_rack=2)
+    running = seat(snapshot, "holder", 2, started=0.0, deadline=1000.0)
+    waiting = [gang("low", 2, arrival=0.0, runtime="torch")]
+    durations = Durations.from_records(("torch", 16, 500.0) for _ in range(5))
+    alone = estimate_starts(snapshot, [running], waiting, durations, now=0.0, samples=8)["low"]
+    urgent = ArrivalModel((gang("urgent", 2, priority=100, runtime="torch"),), rate=1 / 1000.0)
+    crowded = estimate_starts(snapshot, [running], waiting, durations, now=0.0, samples=8, arrivals=urgent)["low"]
+    assert alone.p50 == 500.0  # the holder ends by history (500 s), before its deadline
+    assert crowded.p10 == alone.p10 and crowded.p90 > alone.p90  # in some runs an urgent job arrives first
+    assert crowded.basis.endswith("with arrivals like the last week's")

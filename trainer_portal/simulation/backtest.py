@@ -18,7 +18,7 @@ import numpy as np
 
 from trainer_portal.placement import ClusterSnapshot, admit_job
 from trainer_portal.simulation.durations import Durations
-from trainer_portal.simulation.estimate import estimate_starts
+from trainer_portal.simulation.estimate import arrival_model, estimate_starts
 from trainer_portal.simulation.model import HistoryRecord, RunningJob
 from trainer_portal.simulation.whatif import idle
 
@@ -70,7 +70,7 @@ def running_at(snapshot: ClusterSnapshot, records: Sequence[HistoryRecord], t: f
 
 
 def backtest(snapshot: ClusterSnapshot, records: Sequence[HistoryRecord], *, checkpoints: int = 24,
-             samples: int = 8, seed: int = 0, max_waiting: int = 200,
+             samples: int = 8, seed: int = 0, max_waiting: int = 200, with_arrivals: bool = True,
              progress: Callable[[float], None] | None = None) -> BacktestReport:
     """Return the BacktestReport of `records` on `snapshot` at `checkpoints` evenly spaced moments (bounded work:
     at most `max_waiting` waiting jobs per checkpoint, the oldest first)."""
@@ -92,7 +92,10 @@ def backtest(snapshot: ClusterSnapshot, records: Sequence[HistoryRecord], *, che
             continue
         snap, running = running_at(snapshot, records, t)
         jobs = [r.sim_job(with_duration=False) for r in waiting]
-        estimates = estimate_starts(snap, running, jobs, durations, now=t, samples=samples, seed=seed + index)
+        model = arrival_model([r.sim_job(with_duration=False) for r in records if r.arrival <= t], now=t) \
+            if with_arrivals else None
+        estimates = estimate_starts(snap, running, jobs, durations, now=t, samples=samples, seed=seed + index,
+                                    arrivals=model)
         report.checkpoints += 1
         for record in waiting:
             if record.start is None:

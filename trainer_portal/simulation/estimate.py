@@ -73,15 +73,49 @@ def samples_for(waiting: int) -> int:
     return max(MIN_SAMPLES, min(MAX_SAMPLES, ADMISSION_BUDGET // max(waiting, 1)))
 
 
+@dataclass(frozen=True)
+class ArrivalModel:
+    """Future arrivals, bootstrapped from recent history: jobs arrive as a Poisson process of `rate` per second,
+    each a copy of one of `templates` (its shape, runtime, size and priority; its run time drawn from history).
+    Later jobs can still start before a waiting one: higher priority jumps the queue, and best-effort admission
+    lets a small job take nodes a large gang at the head cannot use yet."""
+
+    templates: tuple[SimJob, ...]
+    rate: float
+
+    def draw(self, rng: random.Random, start: float, horizon: float, limit: int = 20_000) -> list[SimJob]:
+        """Return the arrivals of one run, sorted, at most `limit`."""
+        if not self.templates or self.rate <= 0:
+            return []
+        out: list[SimJob] = []
+        t = start
+        while len(out) < limit:
+            t += rng.expovariate(self.rate)
+            if t > start + horizon:
+                break
+            template = self.templates[rng.randrange(len(self.templates))]
+            out.append(SimJob(f"~future-{len(out)}", template.job, template.gpus, t, template.priority,
+                              template.queue, None, None, template.deadline, template.runtime))
+        return out
+
+
+def arrival_model(history: Sequence[SimJob], *, now: float, window: float = 7 * 86400.0) -> ArrivalModel:
+    """Return the ArrivalModel of the jobs in `history` that arrived within `window` seconds before `now`."""
+    recent = tuple(job for job in history if now - window <= job.arrival <= now)
+    span = min(window, now - min((job.arrival for job in recent), default=now))
+    return ArrivalModel(recent, len(recent) / span if span > 0 else 0.0)
+
+
 def estimate_starts(snapshot: ClusterSnapshot, running: Sequence[RunningJob], waiting: Sequence[SimJob],
                     durations: Durations, *, now: float, samples: int | None = None, seed: int = 0,
                     settings: SimSettings | None = None, horizon: float = DEFAULT_HORIZON,
-                    max_events: int = 200_000) -> dict[str, Estimate]:
+                    max_events: int = 200_000, arrivals: ArrivalModel | None = None) -> dict[str, Estimate]:
     """Return an Estimate per waiting job: `samples` seeded runs from `now` (the same seed gives the same answer).
 
-    `samples` defaults to `samples_for(len(waiting))`. Work is bounded by `samples` × (`max_events` or the end of
-    `horizon` seconds, whichever comes first); a run stops as soon as every waiting job has started. Raises
-    nothing for unplaceable jobs (they are 'unknown')."""
+    `arrivals` adds future jobs bootstrapped from recent history to every run (without it, only the jobs known now
+    compete). `samples` defaults to `samples_for(len(waiting))`. Work is bounded by `samples` × (`max_events` or
+    the end of `horizon` seconds, whichever comes first); a run stops as soon as every waiting job has started.
+    Raises nothing for unplaceable jobs (they are 'unknown')."""
     samples = samples_for(len(waiting)) if samples is None else max(int(samples), 1)
     waiting = sorted(waiting, key=SimJob.order_key)
     wanted = {job.key for job in waiting}
@@ -97,7 +131,8 @@ def estimate_starts(snapshot: ClusterSnapshot, running: Sequence[RunningJob], wa
         sim.add_running(running)
         for job in waiting:
             sim.enqueue(job)
-        result = sim.run(until=now + horizon, max_events=max_events, wanted=wanted)
+        future = arrivals.draw(sim.rng, now, horizon) if arrivals is not None else []
+        result = sim.run(future, until=now + horizon, max_events=max_events, wanted=wanted)
         truncated |= result.truncated
         never |= result.never_fit
         if sample == 0:
@@ -130,6 +165,7 @@ def estimate_starts(snapshot: ClusterSnapshot, running: Sequence[RunningJob], wa
             continue
         domain = domains[job.key].most_common(1)[0][0] if domains[job.key] else ""
         where = f" for {domain}" if domain else ""
-        basis = f"{ends}; {place}{where}; {samples} simulated runs"
+        later = " with arrivals like the last week's" if arrivals is not None and arrivals.templates else ""
+        basis = f"{ends}; {place}{where}; {samples} simulated runs{later}"
         estimates[job.key] = Estimate(job.key, p10, p50, p90, basis, rank, domain)
     return estimates
