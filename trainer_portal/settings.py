@@ -398,6 +398,17 @@ SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_R
 # TrainJob tracking: finished and deleted TrainJobs are kept this many days, then pruned by the tracker.
 JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30"))
 
+# --- Forecasts (docs/forecasts.md) ------------------------------------------------------------------------
+FORECAST_HISTORY_DAYS = float(os.environ.get("TRAINER_PORTAL_FORECAST_HISTORY_DAYS", "30"))
+FORECAST_MAX_AGE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_MAX_AGE_SECONDS", "600"))
+FORECAST_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_STALE_SECONDS", "600"))
+FORECAST_DEBOUNCE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_DEBOUNCE_SECONDS", "10"))
+FORECAST_MAX_WAITING = int(os.environ.get("TRAINER_PORTAL_FORECAST_MAX_WAITING", "2000"))
+FORECAST_ARRIVALS_MAX_WAITING = int(os.environ.get("TRAINER_PORTAL_FORECAST_ARRIVALS_MAX_WAITING", "200"))
+FORECAST_BACKTEST_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_BACKTEST_SECONDS", "3600"))
+FORECAST_ADVICE_TARGET_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_ADVICE_TARGET_SECONDS", "3600"))
+FORECAST_SEED = int(os.environ.get("TRAINER_PORTAL_FORECAST_SEED", "1"))
+
 # --- Production hardening ----------------------------------------------------------------------------
 if not EMBEDDED:
     SESSION_COOKIE_SECURE = True
