@@ -94,8 +94,8 @@ def compute_estimates(cluster: Cluster, *, force: bool = False) -> ForecastRun:
         beyond = sim_waiting[limit:]
         sim_waiting = sim_waiting[:limit]
         arrivals = None
-        if len(sim_waiting) <= int(_setting("FORECAST_ARRIVALS_MAX_WAITING", 200)):
-            # Future arrivals like the last week's compete too (they cost runs, so only for queues this short).
+        if len(sim_waiting) <= int(_setting("FORECAST_ARRIVALS_MAX_WAITING", 0)):
+            # Future arrivals like the last week's compete too (off by default: docs/forecasts.md, measured).
             history = [record.sim_job(with_duration=False) for record in domain.history_records(jobs)]
             arrivals = arrival_model(history, now=domain.seconds(now))
         estimates = estimate_starts(live.snapshot, domain.running_of(jobs), sim_waiting, domain.durations_of(jobs),

@@ -70,7 +70,7 @@ def running_at(snapshot: ClusterSnapshot, records: Sequence[HistoryRecord], t: f
 
 
 def backtest(snapshot: ClusterSnapshot, records: Sequence[HistoryRecord], *, checkpoints: int = 24,
-             samples: int = 8, seed: int = 0, max_waiting: int = 200, with_arrivals: bool = True,
+             samples: int = 8, seed: int = 0, max_waiting: int = 200, with_arrivals: bool = False,
              progress: Callable[[float], None] | None = None) -> BacktestReport:
     """Return the BacktestReport of `records` on `snapshot` at `checkpoints` evenly spaced moments (bounded work:
     at most `max_waiting` waiting jobs per checkpoint, the oldest first)."""
