@@ -93,6 +93,7 @@ class Simulation:
         self._groups: dict[tuple, list[tuple[tuple, int, SimJob]]] = {}
         self._impossible = impossible_cache if impossible_cache is not None else {}
         self._empty: ClusterSnapshot | None = None
+        self._fresh: list[str] = []  # keys started since the run loop last looked (cheaper than diffing all starts)
         snap = self.snapshot
         n = snap.size
         flags = snap.flags[:n]
@@ -230,6 +231,7 @@ class Simulation:
         if job.queue:
             self._queue_used[job.queue] = self._queue_used.get(job.queue, 0.0) + job.gpus
         self.result.starts[job.key] = Started(t, admission.domain)
+        self._fresh.append(job.key)
         duration = job.duration
         if duration is None:
             drawn = self.durations.sample(job.runtime, job.gpus, self.rng)
@@ -270,6 +272,11 @@ class Simulation:
 
     # -- the clock ------------------------------------------------------------------------------------------------
 
+    def _take_fresh(self, remaining: set[str] | None) -> None:
+        if remaining is not None:
+            remaining.difference_update(self._fresh)
+        self._fresh.clear()
+
     def run(self, arrivals: Sequence[SimJob] = (), *, until: float = INF, max_events: int = 1_000_000,
             wanted: set[str] | None = None) -> RunResult:
         """Run from `now` until no event is left, `until` is passed, `max_events` were processed, or every job in
@@ -279,8 +286,7 @@ class Simulation:
         t = self.now
         remaining = set(wanted) - self.result.never_fit if wanted is not None else None
         self._pass(t)
-        if remaining is not None:
-            remaining -= self.result.starts.keys()
+        self._take_fresh(remaining)
         events = 0
         while True:
             if remaining is not None and not remaining:
@@ -302,8 +308,7 @@ class Simulation:
                 index += 1
                 events += 1
             self._pass(t)
-            if remaining is not None:
-                remaining -= self.result.starts.keys()
+            self._take_fresh(remaining)
         if until < INF and math.isfinite(until):
             self._advance(until)
         self.result.events = events
