@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 POLICY = "torch-gang"
 # Values for path parameters by template, so that every GET operation reads something that exists.
 PATH_VALUES = {"name": POLICY, "number": "1", "namespace": "team-a", "token_id": None, "batch_id": None,
-               "job_id": None}
+               "job_id": None, "whatif_id": None}
 
 
 def _operations(*, method: str | None = None, authenticated: bool | None = None) -> list:
@@ -84,7 +84,12 @@ def stored(alice, cluster, eager_celery, django_capture_on_commit_callbacks):
     live_tracker()
     tracked_job("team-a", POLICY, runtime=POLICY)
     token = token_issue(user=alice, name="contract").token
-    return {"token_id": str(token.pk), "batch_id": batch.id.hex, "job_id": batch.id.hex}
+    from forecast.models import WhatIf
+    from trainer_portal.cluster.models import Cluster
+
+    whatif = WhatIf.objects.create(cluster=Cluster.objects.get(is_default=True),
+                                   candidate={"topology": [{"runtime": POLICY, "topologyLevel": "rack"}]})
+    return {"token_id": str(token.pk), "batch_id": batch.id.hex, "job_id": batch.id.hex, "whatif_id": str(whatif.pk)}
 
 
 @pytest.fixture
@@ -172,7 +177,7 @@ def test_every_read_answers_only_declared_keys(as_alice, stored, method, path):
 
 @pytest.mark.parametrize(("method", "path"), _operations(authenticated=True))
 def test_every_authenticated_operation_refuses_anonymous_callers_as_declared(db, method, path):
-    url = path.replace("{token_id}", "1").replace("{number}", "1").replace("{user_id}", "1")
+    url = path.replace("{token_id}", "1").replace("{number}", "1").replace("{user_id}", "1").replace("{whatif_id}", "1")
     for key in ("name", "namespace", "batch_id", "job_id"):
         url = url.replace("{" + key + "}", "x")
     client = APIClient()

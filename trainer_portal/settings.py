@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "trainer_portal.sso",
     "runtimes",
     "jobs",
+    "forecast",
 ]
 
 MIDDLEWARE = [
@@ -370,6 +371,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Beat records its heartbeat when it publishes; the pulse makes it publish every 10 s. Expired pulses (no worker
     # for a while) are dropped, so they never pile up in the queue.
+    # Estimated starts: recomputed per cluster when its queue, running jobs or snapshot changed (forecast app).
+    "forecast-refresh": {"task": "forecast.tasks.forecast_refresh_task", "schedule": 60.0, "options": {"expires": 120}},
     "portal-beat-pulse": {
         "task": "trainer_portal.health.tasks.beat_pulse_task", "schedule": 10.0, "options": {"expires": 30},
     },
@@ -402,6 +405,17 @@ SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_R
 
 # TrainJob tracking: finished and deleted TrainJobs are kept this many days, then pruned by the tracker.
 JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30"))
+
+# --- Forecasts (docs/forecasts.md) ------------------------------------------------------------------------
+FORECAST_HISTORY_DAYS = float(os.environ.get("TRAINER_PORTAL_FORECAST_HISTORY_DAYS", "30"))
+FORECAST_MAX_AGE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_MAX_AGE_SECONDS", "600"))
+FORECAST_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_STALE_SECONDS", "600"))
+FORECAST_DEBOUNCE_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_DEBOUNCE_SECONDS", "10"))
+FORECAST_MAX_WAITING = int(os.environ.get("TRAINER_PORTAL_FORECAST_MAX_WAITING", "2000"))
+FORECAST_ARRIVALS_MAX_WAITING = int(os.environ.get("TRAINER_PORTAL_FORECAST_ARRIVALS_MAX_WAITING", "0"))
+FORECAST_BACKTEST_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_BACKTEST_SECONDS", "3600"))
+FORECAST_ADVICE_TARGET_SECONDS = float(os.environ.get("TRAINER_PORTAL_FORECAST_ADVICE_TARGET_SECONDS", "3600"))
+FORECAST_SEED = int(os.environ.get("TRAINER_PORTAL_FORECAST_SEED", "1"))
 
 # --- Production hardening ----------------------------------------------------------------------------
 if not EMBEDDED:

@@ -15,14 +15,17 @@ See docs/placement.md for the algorithm, the decisions and the measured numbers.
 from __future__ import annotations
 
 from trainer_portal.placement.engine import (
+    Admission,
     CompositeRequest,
     GroupPlacement,
     Job,
     PlacementInputError,
     PlacementRequest,
     PlacementResult,
+    admit_job,
     explain_queue,
     place,
+    release_job,
 )
 from trainer_portal.placement.explain import Explanation, Fragmentation
 from trainer_portal.placement.quantities import QuantityError, format_quantity, parse_quantity, parse_resource
@@ -36,6 +39,7 @@ __all__ = [
     "FRAGMENTATIONS",
     "GANG",
     "POD_GROUP",
+    "Admission",
     "ClusterSnapshot",
     "CompositeChild",
     "CompositeRequest",
@@ -49,12 +53,14 @@ __all__ = [
     "QuantityError",
     "TopologyKeys",
     "UnknownTopologyKey",
+    "admit_job",
     "explain_queue",
     "format_quantity",
     "parse_quantity",
     "parse_resource",
     "place",
     "racks_for",
+    "release_job",
     "synthetic_cluster",
     "synthetic_nodes",
 ]

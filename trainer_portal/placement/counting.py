@@ -319,16 +319,37 @@ def admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> Non
     old = snapshot.version
     entries = {key: value for key, value in snapshot.shape_cache.items() if key and key[-1] == old}
     for key in entries:
-        snapshot.shape_cache_bytes -= _nbytes(snapshot.shape_cache.pop(key))
+        snapshot.shape_cache.pop(key)
+    # A carried entry is the same object patched in place (same bytes): it moves to the new version's key without
+    # re-measuring it; only the entries dropped at the end leave the byte count (admissions are the hot path of
+    # simulations, and measuring every entry twice per admission cost more than the patching).
+    carried: set[tuple] = set()
+
+    def carry(key: tuple, value: object) -> None:
+        snapshot.shape_cache[(*key[:-1], new)] = value
+        carried.add(key)
+
     snapshot.used_gpu[rows] += taken[0].astype(snapshot.used_gpu.dtype)
     snapshot.used_cpu[rows] += taken[1]
     snapshot.used_mem[rows] += taken[2]
     snapshot.used_pods[rows] += taken[3].astype(snapshot.used_pods.dtype)
     snapshot.version = new = next_stamp()
     view = View(snapshot)
+    try:
+        _carry_patched(snapshot, view, entries, old, rows, carry)
+    finally:
+        for key, value in entries.items():
+            if key not in carried:
+                snapshot.shape_cache_bytes -= _nbytes(value)
+
+
+def _carry_patched(snapshot: ClusterSnapshot, view: View, entries: dict, old: int, rows: np.ndarray,
+                   carry: Callable[[tuple, object], None]) -> None:
+    """Patch the per-shape entries of version `old` for the changed `rows` and carry them to the new version."""
+    new = snapshot.version
     for key, value in entries.items():
         if key[0] in _TOPOLOGY_ONLY:
-            _remember(snapshot, (*key[:-1], new), value)
+            carry(key, value)
     free = entries.get(("free", old))
     if free is None:
         return
@@ -336,25 +357,25 @@ def admit(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> Non
                (snapshot.alloc_mem, snapshot.used_mem), (snapshot.alloc_pods, snapshot.used_pods))
     for index, (alloc, used) in enumerate(columns):
         free[index][rows] = np.maximum(alloc[rows].astype(np.int64) - used[rows], 0)
-    _remember(snapshot, ("free", new), free)
+    carry(("free", old), free)
     free_rows = [column[rows] for column in free]
     old_base = {key[1]: value[rows].copy() for key, value in entries.items() if key[0] == "slots"}
     for key, value in entries.items():
         if key[0] == "raw":
             value[rows] = _slots(free_rows, key[1])
-            _remember(snapshot, (*key[:-1], new), value)
+            carry(key, value)
     for key, value in entries.items():
         if key[0] == "slots":
-            raw = _lookup(snapshot, ("raw", key[1], new))
+            raw = snapshot.shape_cache.get(("raw", key[1], new))
             if raw is not None:
                 value[rows] = raw[rows] * (view.schedulable[rows] & view.tolerated(key[1])[rows])
-                _remember(snapshot, (*key[:-1], new), value)
+                carry(key, value)
     for key, value in entries.items():
         if key[0] == "counts":
-            base = _lookup(snapshot, ("slots", key[1], new))
+            base = snapshot.shape_cache.get(("slots", key[1], new))
             if base is not None and key[1] in old_base:
                 _patch_counts(view, value, base, old_base[key[1]], key[2], rows)
-                _remember(snapshot, (*key[:-1], new), value)
+                carry(key, value)
 
 
 def _patch_counts(view: View, counts: Counts, base: np.ndarray, old_base_rows: np.ndarray, label_levels: int,

@@ -22,6 +22,7 @@ either a sequence of PlacementRequests (placed in order) or one CompositeRequest
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -60,14 +61,17 @@ from trainer_portal.placement.snapshot import HOST, ClusterSnapshot, TopologyKey
 Job = Sequence[PlacementRequest] | CompositeRequest
 
 __all__ = [
+    "Admission",
     "CompositeRequest",
     "GroupPlacement",
     "Job",
     "PlacementInputError",
     "PlacementRequest",
     "PlacementResult",
+    "admit_job",
     "explain_queue",
     "place",
+    "release_job",
 ]
 
 
@@ -115,6 +119,58 @@ def explain_queue(jobs: Iterable[Job], snapshot: ClusterSnapshot, *,
             admit(work, *after.merged())
     return results
 
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What `admit_job` did: whether every gang fitted, the domain the first constrained group landed in (its
+    label path, "" when unconstrained), and the (rows, taken[4, rows]) charged — empty when nothing was."""
+
+    fits: bool
+    domain: str
+    rows: np.ndarray
+    taken: np.ndarray
+
+
+def admit_job(job: Job, snapshot: ClusterSnapshot) -> Admission:
+    """Place `job` on `snapshot` and, when every gang fits, charge it to the snapshot (which IS modified).
+
+    For simulations that evolve a private working copy: no per-node result, explanation or fragmentation is built
+    (the cost is phase 1 from the shape caches plus the descent). Hand the rows and taken arrays to `release_job`
+    when the job ends. Raises PlacementInputError like `place`.
+    """
+    placer = Placer(snapshot, snapshot.keys)
+    view = View(snapshot)
+    fits, domain = True, ""
+    if isinstance(job, CompositeRequest):
+        groups, view = _place_composite(placer, view, job)
+        fits = all(group.fits for group in groups if group.policy == GANG)
+        first = next((group.domain for group in groups if group.domain), None)
+        domain = "/".join(first["path"]) if first else ""
+    else:
+        for request in job:
+            outcome, extras = _place_with_extras(placer, view, request, None)
+            if not outcome.fits and request.policy == GANG:
+                fits = False
+                break
+            if not domain and outcome.level not in (CLUSTER, HOST) and outcome.domain_id is not None:
+                domain = "/".join(snapshot.domain_path(outcome.level, outcome.domain_id))
+            view.take(outcome.shape, outcome.pods_per_row)
+            for _, extra in extras:
+                view.take(extra.shape, extra.pods_per_row)
+    if not fits or not view.chunks:
+        return Admission(fits, domain if fits else "", np.zeros(0, np.int64), np.zeros((4, 0), np.int64))
+    rows, taken = view.merged()
+    rows, taken = rows.copy(), taken.copy()
+    admit(snapshot, rows, taken)
+    return Admission(True, domain, rows, taken)
+
+
+def release_job(snapshot: ClusterSnapshot, rows: np.ndarray, taken: np.ndarray) -> None:
+    """Give back what `admit_job` charged (a job ended): the per-shape caches are patched, not dropped. Returns
+    nothing."""
+    if len(rows):
+        admit(snapshot, rows, -taken)
 
 
 def _check_keys(snapshot: ClusterSnapshot, keys: TopologyKeys | None) -> None:
