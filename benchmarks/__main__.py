@@ -16,6 +16,7 @@ import time
 # One name per line, so that modules added in parallel merge without conflicts.
 BENCHMARKS = [
     "broker",
+    "forecast",
     "jobs_pages",
     "live_pages",
     "placement",
