@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import signals as sig
+from . import states as st
+
+if TYPE_CHECKING:  # the gate reads a JobView; gates.py imports this module for the plan
+    from .gates import Admission, JobView
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 INITIALIZER_STEPS = frozenset({"dataset-initializer", "model-initializer"})
@@ -175,3 +180,37 @@ def trainer_pods(jobsets: Sequence[dict], pods: Sequence, num_nodes: int) -> tup
     bound = sum(1 for p in trainer if sig.pod_is_bound(p))
     running = sum(1 for p in trainer if sig.pod_phase(p) in ("Running", "Succeeded"))
     return needed, bound, running
+
+
+def gate(view: JobView) -> Admission | None:
+    """Gate 2, startup order: return ``waiting-for-startup`` when a ReplicatedJob has no pods yet because its
+    ``dependsOn`` targets are not done, and nothing that exists is held by anything else (an initializer that
+    cannot be placed is ``unschedulable``: that is what holds the job). None lets the job pass."""
+    wait = view.wait
+    if wait is None or view.missing:
+        return None
+    placed = None
+    if view.groups:
+        active = view.active_groups
+        if any(g.verdict == "unschedulable" for g in active):
+            return None
+        placed = ""
+        if active and all(g.verdict == "placed" for g in active):
+            placed = (f" ({_plural(len(active), 'PodGroup')} scheduled; {sum(g.bound for g in active):,} / "
+                      f"{sum(g.members for g in active):,} member pods bound)")
+    elif view.legacy and view.live_pods:
+        need = sum(t["minCount"] or 0 for w in view.legacy for t in sig.workload_templates(w)) or len(view.live_pods)
+        bound = sum(1 for p in view.live_pods if sig.pod_is_bound(p))
+        if bound >= need:
+            placed = f" ({bound:,} / {need:,} pods bound)"
+    elif not view.workloads and view.live_pods and not any(sig.pod_group_name_of(p) for p in view.live_pods):
+        bound = sum(1 for p in view.live_pods if sig.pod_is_bound(p))
+        if bound == len(view.live_pods):
+            placed = f" ({bound:,} / {len(view.live_pods):,} pods bound)"
+    if placed is None:
+        return None
+    return view.result(st.WAITING_FOR_STARTUP, "WaitingForStartupOrder", f"{wait.message}{placed}")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"

@@ -27,6 +27,7 @@ LIVE_PARAMS = ("_seq", "_m", "_c")
 # state → badge modifier: waiting is "info", trouble is "danger"/"warn", holding capacity is "ok".
 STATE_BADGES: dict[str, str] = {
     "queued": "badge--info",
+    "inadmissible": "badge--danger",
     "quota-reserved": "badge--info",
     "waiting-for-objects": "badge--info",
     "waiting-for-startup": "badge--info",
