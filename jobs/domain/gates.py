@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from . import plan as startup
 from . import signals as sig
-from . import startup
 from . import states as st
 
 _JOB_TEMPLATE = re.compile(r"^(?P<rjob>.+)-(?P<index>\d+)$")
