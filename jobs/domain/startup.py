@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import signals as sig
 from . import states as st
-from .gates import Admission, JobView
+from .gates import Admission, JobView, plural
 from .plan import (
     ANCESTOR_LABEL,
     INITIALIZER_STEPS,
@@ -42,7 +42,7 @@ def gate(view: JobView) -> Admission | None:
             return None
         placed = ""
         if active and all(g.verdict == "placed" for g in active):
-            placed = (f" ({_plural(len(active), 'PodGroup')} scheduled; {sum(g.bound for g in active):,} / "
+            placed = (f" ({plural(len(active), 'PodGroup')} scheduled; {sum(g.bound for g in active):,} / "
                       f"{sum(g.members for g in active):,} member pods bound)")
     elif view.legacy and view.live_pods:
         need = sum(t["minCount"] or 0 for w in view.legacy for t in sig.workload_templates(w)) or len(view.live_pods)
@@ -57,6 +57,3 @@ def gate(view: JobView) -> Admission | None:
         return None
     return view.result(st.WAITING_FOR_STARTUP, "WaitingForStartupOrder", f"{wait.message}{placed}")
 
-
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
