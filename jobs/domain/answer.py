@@ -10,6 +10,7 @@ Pure: no framework (the facts are plain data).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -46,6 +47,13 @@ def amount(resource: str, value: float) -> str:
     if unit is None:
         return f"{text} {resource}"
     return f"{text} {unit}{'' if value == 1 else 's'}"
+
+
+def bare(resource: str, value: float) -> str:
+    """Return ``value`` of ``resource`` in the unit :func:`amount` uses, without the unit ("16", "1,024")."""
+    if resource == "memory" or resource.endswith("memory") or resource == "ephemeral-storage":
+        return _number(value / _GIB)
+    return _number(value)
 
 
 def _number(value: float) -> str:
@@ -94,15 +102,16 @@ def quota_text(state: str, queue: QueueFacts) -> str:
         return ""
     where = queue.cluster_queue or f"LocalQueue {queue.local_queue}"
     flavor = f" ({line.flavor})" if line.flavor and len({q.flavor for q in queue.quota}) > 1 else ""
+    # The unit once, on what the job needs; the queue's numbers follow in the same unit.
     need = amount(line.resource, line.requested)
-    borrow = (f"{amount(line.resource, line.borrowable)} borrowable from the cohort" if line.borrowable
+    n = functools.partial(bare, line.resource)
+    borrow = (f"{n(line.borrowable)} borrowable from the cohort" if line.borrowable
               else "nothing borrowable from the cohort")
     if state == st.INADMISSIBLE:
-        most = amount(line.resource, line.nominal + line.borrowable)
-        return (f"Cannot be admitted in {where}{flavor} as configured: needs {need}, the queue holds at most {most} "
-                f"({amount(line.resource, line.nominal)} nominal, {borrow})")
-    return (f"Waiting for quota in {where}{flavor}: needs {need}, {amount(line.resource, line.free)} free of "
-            f"{amount(line.resource, line.nominal)} ({amount(line.resource, line.used)} in use, {borrow})")
+        return (f"Cannot be admitted in {where}{flavor} as configured: needs {need}, the queue holds at most "
+                f"{n(line.nominal + line.borrowable)} ({n(line.nominal)} nominal, {borrow})")
+    return (f"Waiting for quota in {where}{flavor}: needs {need}, {n(line.free)} free of {n(line.nominal)} "
+            f"({n(line.used)} in use, {borrow})")
 
 
 def answer_of(state: str, reason_code: str, message: str, queue: QueueFacts | None, *,
