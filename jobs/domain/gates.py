@@ -83,9 +83,14 @@ def pod_group_status(pod_group: dict, members: Sequence[dict]) -> PodGroupStatus
     policy, min_count = sig.pod_group_policy(pod_group)
     conditions = sig.conditions_of(pod_group)
     scheduled = _first_scheduled_condition(conditions)
-    live = [p for p in members if sig.pod_phase(p) != "Failed"]
-    bound = sum(1 for p in live if sig.pod_is_bound(p))
-    running = sum(1 for p in live if sig.pod_phase(p) in ("Running", "Succeeded"))
+    live, bound, running = [], 0, 0
+    for pod in members:  # one read per pod: the gates run for every job on every refresh
+        phase = sig.pod_phase(pod)
+        if phase == "Failed":
+            continue
+        live.append(pod)
+        bound += bool(sig.pod_node(pod))
+        running += phase in ("Running", "Succeeded")
     _, template = sig.pod_group_workload(pod_group)
     condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
         if scheduled else ""
@@ -123,13 +128,14 @@ def scheduling_level(trainjob: dict, pod_groups: Sequence[dict], pods: Sequence[
             return st.LEVEL_NONE
         return st.LEVEL_UNKNOWN
     members: dict[str, set[tuple[str, str]]] = {}
+    all_rjobs: set[str] = set()
     for pod in pods:
+        rjob = sig.label_of(pod, sig.REPLICATED_JOB_LABEL)
+        if rjob:
+            all_rjobs.add(rjob)
         group = sig.pod_group_name_of(pod)
         if group:
-            labels = sig.labels_of(pod)
-            members.setdefault(group, set()).add((labels.get(sig.REPLICATED_JOB_LABEL, ""),
-                                                  labels.get(sig.JOB_INDEX_LABEL, "")))
-    all_rjobs = {rjob for pod in pods if (rjob := sig.labels_of(pod).get(sig.REPLICATED_JOB_LABEL))}
+            members.setdefault(group, set()).add((rjob, sig.label_of(pod, sig.JOB_INDEX_LABEL)))
     levels = set()
     for group in pod_groups:
         _, template = sig.pod_group_workload(group)

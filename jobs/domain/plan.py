@@ -122,7 +122,7 @@ def _progress(trainjob: dict, jobsets: Iterable[dict]) -> dict[str, dict]:
 
 def pods_of_step(pods: Iterable, name: str) -> list:
     """Return the live (not Failed) pods of ReplicatedJob ``name``."""
-    return [p for p in pods if sig.labels_of(p).get(sig.REPLICATED_JOB_LABEL) == name and sig.pod_phase(p) != "Failed"]
+    return [p for p in pods if sig.label_of(p, sig.REPLICATED_JOB_LABEL) == name and sig.pod_phase(p) != "Failed"]
 
 
 def _reached(step: Step, status: str, progress: dict[str, dict], pods: Sequence) -> bool:
@@ -165,13 +165,18 @@ def trainer_pods(jobsets: Sequence[dict], pods: Sequence, num_nodes: int) -> tup
     if plan:
         names = {step.name for step in plan if not step.initializer}
         needed = sum(step.pods for step in plan if not step.initializer)
-        trainer = [p for p in pods if sig.labels_of(p).get(sig.REPLICATED_JOB_LABEL) in names]
+        trainer = [p for p in pods if sig.label_of(p, sig.REPLICATED_JOB_LABEL) in names]
     else:
-        trainer = [p for p in pods if not is_initializer(sig.labels_of(p).get(sig.REPLICATED_JOB_LABEL, ""))]
+        trainer = [p for p in pods if not is_initializer(sig.label_of(p, sig.REPLICATED_JOB_LABEL))]
         needed = 0
-    trainer = [p for p in trainer if sig.pod_phase(p) != "Failed"]
+    live = bound = running = 0
+    for pod in trainer:  # one read per pod
+        phase = sig.pod_phase(pod)
+        if phase == "Failed":
+            continue
+        live += 1
+        bound += bool(sig.pod_node(pod))
+        running += phase in ("Running", "Succeeded")
     if not plan:
-        needed = len(trainer) or max(num_nodes, 1)
-    bound = sum(1 for p in trainer if sig.pod_is_bound(p))
-    running = sum(1 for p in trainer if sig.pod_phase(p) in ("Running", "Succeeded"))
+        needed = live or max(num_nodes, 1)
     return needed, bound, running

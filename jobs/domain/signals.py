@@ -109,6 +109,15 @@ def labels_of(obj: object) -> dict[str, str]:
     return {k: v for k, v in as_dict(metadata(obj).get("labels")).items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def label_of(obj: object, key: str) -> str:
+    """Return the string value of label ``key`` ("" when missing or not a string): one lookup, no copy."""
+    try:
+        value = obj["metadata"]["labels"].get(key)
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    return value if isinstance(value, str) else ""
+
+
 def annotations_of(obj: object) -> dict[str, str]:
     """Return metadata.annotations with string values only."""
     return {k: v for k, v in as_dict(metadata(obj).get("annotations")).items()
@@ -448,6 +457,12 @@ def pod_group_workload(pod_group: object) -> tuple[str, str]:
 def pod_group_name_of(pod: object) -> str:
     """Return the PodGroup a pod belongs to: ``spec.schedulingGroup.podGroupName`` (1.36+), or the 1.35
     ``spec.workloadRef.podGroup`` ("" when the pod is in no group)."""
+    try:  # the shape every pod has: one dict lookup chain (the gates read every pod several times)
+        name = pod["spec"]["schedulingGroup"]["podGroupName"]
+        if name and isinstance(name, str):
+            return name
+    except (KeyError, TypeError, IndexError):
+        pass
     pod_spec = spec(pod)
     name = as_str(as_dict(pod_spec.get("schedulingGroup")).get("podGroupName"))
     if name:
@@ -457,12 +472,20 @@ def pod_group_name_of(pod: object) -> str:
 
 def pod_node(pod: object) -> str:
     """Return ``spec.nodeName`` ("" while unbound)."""
-    return as_str(spec(pod).get("nodeName"))
+    try:
+        node = pod["spec"].get("nodeName")
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    return node if isinstance(node, str) else ""
 
 
 def pod_phase(pod: object) -> str:
     """Return ``status.phase`` ("Pending" when missing)."""
-    return as_str(status(pod).get("phase")) or "Pending"
+    try:
+        phase = pod["status"].get("phase")
+    except (KeyError, TypeError, AttributeError):
+        return "Pending"
+    return phase if phase and isinstance(phase, str) else "Pending"
 
 
 def pod_is_bound(pod: object) -> bool:
