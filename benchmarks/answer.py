@@ -5,7 +5,8 @@ sync — 500 (100) running 64-pod gangs bound across the nodes, 150 waiting for 
 with queue facts as the queues app provides them: ClusterQueue, quota lines, position), 100 waiting for their
 initializers (startup order), 150 gang-pending, 100 unschedulable (1.36 and 1.37 condition names alike). One round
 is every job through the gates (``admission_of``) and then joined to its queue facts (``answer_of``): what a full
-refresh of every job costs. p50/p95 over the rounds (target p95 ≤ 100 ms for 1,000 jobs).
+refresh of every job costs. p50/p95 of the wall clock over the rounds (target p95 ≤ 100 ms for 1,000 jobs), and of
+the process CPU time (on a shared machine the wall clock also counts the time other processes hold the core).
 
 Baseline, same run: the least any answer must read — each job's conditions and the bound count of its pods
 (``signals.conditions_of`` + ``pod_is_bound``) → ratio.
@@ -74,15 +75,15 @@ def _jobs(count: int, nodes: int, rng: random.Random) -> list[tuple[dict, object
     return out
 
 
-def _answer_round(jobs) -> float:
+def _answer_round(jobs, clock=time.perf_counter) -> float:
     from jobs.domain.admission import admission_of
     from jobs.domain.answer import answer_of
 
-    started = time.perf_counter()
+    started = clock()
     for kwargs, facts in jobs:
         admission = admission_of(**kwargs)
         answer_of(admission.state, admission.reason, admission.message, facts, namespace="team-a")
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def _baseline_round(jobs) -> float:
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     _answer_round(jobs)  # warm imports and caches of the pure code, as a running process has them
     gc.collect()
     answer = [_answer_round(jobs) * 1000 for _ in range(rounds)]
+    cpu = [_answer_round(jobs, time.process_time) * 1000 for _ in range(rounds)]
     baseline = [_baseline_round(jobs) * 1000 for _ in range(rounds)]
     p50, p95 = _pct(answer, 0.5), _pct(answer, 0.95)
     b50, b95 = _pct(baseline, 0.5), _pct(baseline, 0.95)
@@ -117,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'scenario':<28}{'p50 ms':>10}{'p95 ms':>10}")
     print(f"{'answer (gates + quota join)':<28}{p50:>10.1f}{p95:>10.1f}   target p95 ≤ {TARGET_P95_MS:.0f} ms "
           f"{'OK' if p95 <= TARGET_P95_MS else 'MISSED'}")
+    print(f"{'answer, process CPU time':<28}{_pct(cpu, 0.5):>10.1f}{_pct(cpu, 0.95):>10.1f}   (what the wall clock "
+          "shows on an idle core)")
     print(f"{'baseline (read only)':<28}{b50:>10.1f}{b95:>10.1f}")
     print(f"ratio answer / baseline (p50): {ratio:.1f}×")
     return 1 if args.strict and p95 > TARGET_P95_MS else 0

@@ -207,8 +207,9 @@ def explain_wait(job: JobShape, snapshot: ClusterSnapshot, *, occupants: Iterabl
     if best and have is not None:
         level = explanation.binding_level
         # The engine's own measure (pods, or slices), the same numbers the scheduler's "fits N" and the advice use.
-        head = (f"{need}; the best {level}, {best.split(' ', 1)[-1]}, fits {have:,} of {explanation.need:,} "
-                f"{explanation.unit}")
+        measure = f"fits {have:,} of {explanation.need:,} {explanation.unit}"
+        head = (f"{need}; the cluster {measure}" if level == "cluster" else
+                f"{need}; the best {level}, {best.split(' ', 1)[-1]}, {measure}")
     else:
         head = f"{need}; {failing.message}"
     extra = _unavailable_text(snapshot, failing.domain if best else None)

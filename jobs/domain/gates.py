@@ -80,23 +80,27 @@ def _first_scheduled_condition(conditions: dict[str, sig.Condition]) -> sig.Cond
 def pod_group_status(pod_group: dict, members: Sequence[dict]) -> PodGroupStatus:
     """Return the status of one PodGroup given its member pods (non-terminal members count as bound when they
     have a node; terminal members that ran count too, so a finishing gang does not look unscheduled)."""
+    return group_status(pod_group, [sig.pod_row(p) for p in members])
+
+
+def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
+    """Return :func:`pod_group_status` from the members' PodRows."""
     policy, min_count = sig.pod_group_policy(pod_group)
     conditions = sig.conditions_of(pod_group)
     scheduled = _first_scheduled_condition(conditions)
-    live, bound, running = [], 0, 0
-    for pod in members:  # one read per pod: the gates run for every job on every refresh
-        phase = sig.pod_phase(pod)
-        if phase == "Failed":
+    live, bound, running = 0, 0, 0
+    for row in rows:
+        if row.phase == "Failed":
             continue
-        live.append(pod)
-        bound += bool(sig.pod_node(pod))
-        running += phase in ("Running", "Succeeded")
+        live += 1
+        bound += bool(row.node)
+        running += row.phase in ("Running", "Succeeded")
     _, template = sig.pod_group_workload(pod_group)
     condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
         if scheduled else ""
     reason = scheduled.reason if scheduled else ""
     message = scheduled.message if scheduled else ""
-    need = (min_count or len(live)) if policy == "gang" else len(live)
+    need = (min_count or live) if policy == "gang" else live
     unknown_types = sorted(set(conditions) - sig.KNOWN_PODGROUP_CONDITIONS)
     if policy == "unknown":
         verdict, reason = "unknown", "UnknownPolicy"
@@ -107,14 +111,14 @@ def pod_group_status(pod_group: dict, members: Sequence[dict]) -> PodGroupStatus
         verdict = "unschedulable"
         reason = reason or "Unschedulable"
         if not message:
-            message = next((m for m in map(sig.pod_unschedulable_message, members) if m), "")
+            message = next((m for m in (sig.pod_unschedulable_message(r.pod) for r in rows) if m), "")
     elif scheduled is None and unknown_types:
         verdict, reason = "unknown", "UnknownCondition"
         condition_text = ", ".join(unknown_types)
         message = f"only unrecognised conditions ({', '.join(unknown_types)}): cannot tell whether it is scheduled"
     else:
         verdict = "pending"
-    return PodGroupStatus(sig.name_of(pod_group), policy, min_count, len(live), bound, running, condition_text,
+    return PodGroupStatus(sig.name_of(pod_group), policy, min_count, live, bound, running, condition_text,
                           reason, message, sig.pod_group_topology_key(pod_group), template, verdict,
                           scheduled.last_transition if scheduled else None)
 
@@ -123,19 +127,22 @@ def scheduling_level(trainjob: dict, pod_groups: Sequence[dict], pods: Sequence[
                      workloads: Sequence[dict] = ()) -> str:
     """Return the gang level the PodGroups were built at: trainjob (one group for the whole job), replicatedjob
     (groups of ReplicatedJobs), job (one group per Job replica), none (pods in no group), or unknown."""
+    return level_of_rows(pod_groups, [sig.pod_row(p) for p in pods], workloads)
+
+
+def level_of_rows(pod_groups: Sequence[dict], rows: Sequence[sig.PodRow], workloads: Sequence[dict] = ()) -> str:
+    """Return :func:`scheduling_level` from the pods' PodRows."""
     if not pod_groups:
-        if pods and not any(sig.pod_group_name_of(p) for p in pods) and not workloads:
+        if rows and not any(r.group for r in rows) and not workloads:
             return st.LEVEL_NONE
         return st.LEVEL_UNKNOWN
     members: dict[str, set[tuple[str, str]]] = {}
     all_rjobs: set[str] = set()
-    for pod in pods:
-        rjob = sig.label_of(pod, sig.REPLICATED_JOB_LABEL)
-        if rjob:
-            all_rjobs.add(rjob)
-        group = sig.pod_group_name_of(pod)
-        if group:
-            members.setdefault(group, set()).add((rjob, sig.label_of(pod, sig.JOB_INDEX_LABEL)))
+    for row in rows:
+        if row.rjob:
+            all_rjobs.add(row.rjob)
+        if row.group:
+            members.setdefault(row.group, set()).add((row.rjob, row.index))
     levels = set()
     for group in pod_groups:
         _, template = sig.pod_group_workload(group)
@@ -192,17 +199,22 @@ class JobView:
         return sig.conditions_of(self.kueue_workload) if self.kueue_workload else {}
 
     @cached_property
+    def rows(self) -> list[sig.PodRow]:
+        """Return each pod read once (its group, ReplicatedJob, index, phase and node)."""
+        return [sig.pod_row(p) for p in self.pods]
+
+    @cached_property
     def groups(self) -> tuple[PodGroupStatus, ...]:
         """Return the PodGroups' statuses, in the order the PodGroups were given."""
-        by_group: dict[str, list[dict]] = {}
-        for pod in self.pods:
-            by_group.setdefault(sig.pod_group_name_of(pod), []).append(pod)
-        return tuple(pod_group_status(g, by_group.get(sig.name_of(g), [])) for g in self.pod_groups)
+        by_group: dict[str, list[sig.PodRow]] = {}
+        for row in self.rows:
+            by_group.setdefault(row.group, []).append(row)
+        return tuple(group_status(g, by_group.get(sig.name_of(g), [])) for g in self.pod_groups)
 
     @cached_property
     def level(self) -> str:
         """Return the gang level the PodGroups were built at."""
-        return scheduling_level(self.trainjob, self.pod_groups, self.pods, self.workloads)
+        return level_of_rows(self.pod_groups, self.rows, self.workloads)
 
     @cached_property
     def live_pods(self) -> list[dict]:
@@ -222,7 +234,7 @@ class JobView:
     @cached_property
     def trainer(self) -> tuple[int, int, int]:
         """Return (needed, bound, running) of the trainer's pods (every ReplicatedJob but the initializers)."""
-        return startup.trainer_pods(self.jobsets, self.pods, self.facts.num_nodes)
+        return startup.trainer_of_rows(startup.plan_of(self.jobsets), self.rows, self.facts.num_nodes)
 
     @cached_property
     def active_groups(self) -> list[PodGroupStatus]:

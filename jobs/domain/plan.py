@@ -161,22 +161,25 @@ def startup_wait(trainjob: dict, jobsets: Sequence[dict], pods: Sequence) -> Sta
 def trainer_pods(jobsets: Sequence[dict], pods: Sequence, num_nodes: int) -> tuple[int, int, int]:
     """Return (needed, bound, running) for the trainer's pods — every ReplicatedJob but the initializers. With a
     known plan `needed` is its pod count; otherwise the trainer pods that exist, or ``num_nodes`` while none does."""
-    plan = plan_of(jobsets)
+    return trainer_of_rows(plan_of(jobsets), [sig.pod_row(p) for p in pods], num_nodes)
+
+
+def trainer_of_rows(plan: Sequence[Step], rows: Sequence[sig.PodRow], num_nodes: int) -> tuple[int, int, int]:
+    """Return :func:`trainer_pods` from the plan and the pods' PodRows."""
     if plan:
         names = {step.name for step in plan if not step.initializer}
         needed = sum(step.pods for step in plan if not step.initializer)
-        trainer = [p for p in pods if sig.label_of(p, sig.REPLICATED_JOB_LABEL) in names]
+        trainer = [r for r in rows if r.rjob in names]
     else:
-        trainer = [p for p in pods if not is_initializer(sig.label_of(p, sig.REPLICATED_JOB_LABEL))]
+        trainer = [r for r in rows if not is_initializer(r.rjob)]
         needed = 0
     live = bound = running = 0
-    for pod in trainer:  # one read per pod
-        phase = sig.pod_phase(pod)
-        if phase == "Failed":
+    for row in trainer:
+        if row.phase == "Failed":
             continue
         live += 1
-        bound += bool(sig.pod_node(pod))
-        running += phase in ("Running", "Succeeded")
+        bound += bool(row.node)
+        running += row.phase in ("Running", "Succeeded")
     if not plan:
         needed = live or max(num_nodes, 1)
     return needed, bound, running

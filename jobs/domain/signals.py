@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 TRAINER_API_GROUP = "trainer.kubeflow.org"
 TRAINJOB_KIND = "TrainJob"
@@ -491,6 +492,37 @@ def pod_phase(pod: object) -> str:
 def pod_is_bound(pod: object) -> bool:
     """Return True when the scheduler has bound the pod (``spec.nodeName`` set)."""
     return bool(pod_node(pod))
+
+
+class PodRow(NamedTuple):
+    """What the admission gates read of one pod, read once: its PodGroup, ReplicatedJob and Job index labels,
+    phase and node."""
+
+    group: str
+    rjob: str
+    index: str
+    phase: str
+    node: str
+    pod: object
+
+
+def pod_row(pod: object) -> PodRow:
+    """Return the PodRow of ``pod`` (the same values as the single accessors; never raises)."""
+    try:  # the shape every pod has, read with plain lookups; anything else takes the careful accessors
+        labels = pod["metadata"]["labels"]
+        pod_spec = pod["spec"]
+        group = pod_spec["schedulingGroup"]["podGroupName"] if "schedulingGroup" in pod_spec else ""
+        rjob = labels.get(REPLICATED_JOB_LABEL, "")
+        index = labels.get(JOB_INDEX_LABEL, "")
+        phase = pod["status"]["phase"]
+        node = pod_spec.get("nodeName", "")
+        if (group and type(group) is str and type(rjob) is str and type(index) is str and phase
+                and type(phase) is str and type(node) is str):
+            return PodRow(group, rjob, index, phase, node, pod)
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return PodRow(pod_group_name_of(pod), label_of(pod, REPLICATED_JOB_LABEL), label_of(pod, JOB_INDEX_LABEL),
+                  pod_phase(pod), pod_node(pod), pod)
 
 
 def pod_is_terminal(pod: object) -> bool:

@@ -82,8 +82,8 @@ def test_every_suggestion_applied_to_the_snapshot_makes_the_engine_place_the_gan
     if answer.fits:
         return
     if answer.best_domain:  # the capacity line: the engine's best domain, in its unit (pods)
-        assert f", fits {answer.have:,} of {pod_count:,} pods" in answer.message
         assert answer.unit == ("pod" if pod_count == 1 else "pods")
+        assert f" fits {answer.have:,} of {pod_count:,} {answer.unit}" in answer.message
     if key:  # the scheduler's "best <level> … fits N" (the sandbox's kube-scheduler) says the same number
         gang = [{"metadata": {"name": f"g-{i}", "namespace": "team-a"},
                  "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}}
