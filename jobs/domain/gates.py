@@ -127,22 +127,57 @@ def scheduling_level(trainjob: dict, pod_groups: Sequence[dict], pods: Sequence[
                      workloads: Sequence[dict] = ()) -> str:
     """Return the gang level the PodGroups were built at: trainjob (one group for the whole job), replicatedjob
     (groups of ReplicatedJobs), job (one group per Job replica), none (pods in no group), or unknown."""
-    return level_of_rows(pod_groups, [sig.pod_row(p) for p in pods], workloads)
+    return level_of_scan(pod_groups, scan_pods(pods), workloads)
+
+
+@dataclass
+class PodScan:
+    """The pods of a job read in one pass: their rows, grouped by PodGroup, with what the level is judged on."""
+
+    rows: list[sig.PodRow]
+    by_group: dict[str, list[sig.PodRow]]
+    pairs: dict[str, set[tuple[str, str]]]  # PodGroup → its members' (ReplicatedJob, Job index)
+    rjobs: set[str]
+
+
+def scan_pods(pods: Sequence) -> PodScan:
+    """Return the PodScan of ``pods`` (one read per pod: the gates run for every job on every refresh)."""
+    rows: list[sig.PodRow] = []
+    by_group: dict[str, list[sig.PodRow]] = {}
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    rjobs: set[str] = set()
+    row_of = sig.pod_row
+    for pod in pods:
+        row = row_of(pod)
+        rows.append(row)
+        group, rjob = row[0], row[1]
+        bucket = by_group.get(group)
+        if bucket is None:
+            by_group[group] = [row]
+            if group:
+                pairs[group] = {(rjob, row[2])}
+        else:
+            bucket.append(row)
+            if group:
+                pairs[group].add((rjob, row[2]))
+        if rjob:
+            rjobs.add(rjob)
+    return PodScan(rows, by_group, pairs, rjobs)
 
 
 def level_of_rows(pod_groups: Sequence[dict], rows: Sequence[sig.PodRow], workloads: Sequence[dict] = ()) -> str:
     """Return :func:`scheduling_level` from the pods' PodRows."""
+    return level_of_scan(pod_groups, scan_pods([r.pod for r in rows]), workloads)
+
+
+def level_of_scan(pod_groups: Sequence[dict], scan: PodScan, workloads: Sequence[dict] = ()) -> str:
+    """Return :func:`scheduling_level` from a PodScan."""
     if not pod_groups:
-        if rows and not any(r.group for r in rows) and not workloads:
+        if scan.rows and not scan.pairs and not workloads:
             return st.LEVEL_NONE
         return st.LEVEL_UNKNOWN
-    members: dict[str, set[tuple[str, str]]] = {}
-    all_rjobs: set[str] = set()
-    for row in rows:
-        if row.rjob:
-            all_rjobs.add(row.rjob)
-        if row.group:
-            members.setdefault(row.group, set()).add((row.rjob, row.index))
+    members = scan.pairs
+    all_rjobs = scan.rjobs
     levels = set()
     for group in pod_groups:
         _, template = sig.pod_group_workload(group)
@@ -199,22 +234,25 @@ class JobView:
         return sig.conditions_of(self.kueue_workload) if self.kueue_workload else {}
 
     @cached_property
+    def scan(self) -> PodScan:
+        """Return the pods read once (group, ReplicatedJob, index, phase, node), grouped by PodGroup."""
+        return scan_pods(self.pods)
+
+    @property
     def rows(self) -> list[sig.PodRow]:
-        """Return each pod read once (its group, ReplicatedJob, index, phase and node)."""
-        return [sig.pod_row(p) for p in self.pods]
+        """Return each pod's row."""
+        return self.scan.rows
 
     @cached_property
     def groups(self) -> tuple[PodGroupStatus, ...]:
         """Return the PodGroups' statuses, in the order the PodGroups were given."""
-        by_group: dict[str, list[sig.PodRow]] = {}
-        for row in self.rows:
-            by_group.setdefault(row.group, []).append(row)
-        return tuple(group_status(g, by_group.get(sig.name_of(g), [])) for g in self.pod_groups)
+        by_group = self.scan.by_group
+        return tuple(group_status(g, by_group.get(sig.name_of(g), ())) for g in self.pod_groups)
 
     @cached_property
     def level(self) -> str:
         """Return the gang level the PodGroups were built at."""
-        return level_of_rows(self.pod_groups, self.rows, self.workloads)
+        return level_of_scan(self.pod_groups, self.scan, self.workloads)
 
     @cached_property
     def live_pods(self) -> list[dict]:

@@ -166,20 +166,20 @@ def trainer_pods(jobsets: Sequence[dict], pods: Sequence, num_nodes: int) -> tup
 
 def trainer_of_rows(plan: Sequence[Step], rows: Sequence[sig.PodRow], num_nodes: int) -> tuple[int, int, int]:
     """Return :func:`trainer_pods` from the plan and the pods' PodRows."""
-    if plan:
-        names = {step.name for step in plan if not step.initializer}
-        needed = sum(step.pods for step in plan if not step.initializer)
-        trainer = [r for r in rows if r.rjob in names]
-    else:
-        trainer = [r for r in rows if not is_initializer(r.rjob)]
-        needed = 0
+    names = {step.name for step in plan if not step.initializer}
+    needed = sum(step.pods for step in plan if not step.initializer)
+    trainer: dict[str, bool] = {}  # ReplicatedJob → is it the trainer's (decided once per name)
     live = bound = running = 0
-    for row in trainer:
-        if row.phase == "Failed":
+    for row in rows:  # one pass: filter and count
+        rjob = row[1]
+        mine = trainer.get(rjob)
+        if mine is None:
+            mine = trainer[rjob] = rjob in names if plan else not is_initializer(rjob)
+        if not mine or row[3] == "Failed":
             continue
         live += 1
-        bound += bool(row.node)
-        running += row.phase in ("Running", "Succeeded")
+        bound += bool(row[4])
+        running += row[3] in ("Running", "Succeeded")
     if not plan:
         needed = live or max(num_nodes, 1)
     return needed, bound, running

@@ -506,6 +506,9 @@ class PodRow(NamedTuple):
     pod: object
 
 
+_new_row = tuple.__new__  # NamedTuple's own __new__ adds a Python call per pod
+
+
 def pod_row(pod: object) -> PodRow:
     """Return the PodRow of ``pod`` (the same values as the single accessors; never raises)."""
     try:  # the shape every pod has, read with plain lookups; anything else takes the careful accessors
@@ -518,7 +521,7 @@ def pod_row(pod: object) -> PodRow:
         node = pod_spec.get("nodeName", "")
         if (group and type(group) is str and type(rjob) is str and type(index) is str and phase
                 and type(phase) is str and type(node) is str):
-            return PodRow(group, rjob, index, phase, node, pod)
+            return _new_row(PodRow, (group, rjob, index, phase, node, pod))
     except (KeyError, TypeError, AttributeError):
         pass
     return PodRow(pod_group_name_of(pod), label_of(pod, REPLICATED_JOB_LABEL), label_of(pod, JOB_INDEX_LABEL),
