@@ -11,6 +11,7 @@ class AdmissionState(models.TextChoices):
     """Where a TrainJob is on its way from submitted to finished (docs/decisions.md, the state table)."""
 
     QUEUED = states.QUEUED, "Queued"
+    INADMISSIBLE = states.INADMISSIBLE, "Inadmissible"
     QUOTA_RESERVED = states.QUOTA_RESERVED, "Quota reserved"
     WAITING_FOR_OBJECTS = states.WAITING_FOR_OBJECTS, "Waiting for scheduling objects"
     WAITING_FOR_STARTUP = states.WAITING_FOR_STARTUP, "Waiting for startup order"

@@ -13,6 +13,7 @@ from django.db import models
 from trainer_portal.cluster.models import Cluster, default_cluster_id
 
 from .choices import AdmissionState, SchedulingLevel
+from .domain.answer import estimate_of, queue_place
 from .domain.reasons import short_reason
 
 
@@ -84,8 +85,21 @@ class TrainJob(models.Model):
 
     @property
     def short_reason(self) -> str:
-        """Return the short human reason the list shows ("3 of 64 pods placed"); ``message`` is the full text."""
-        return short_reason(self.state, self.reason, self.message)
+        """Return the short human reason the list shows ("3 of 64 pods placed"); ``message`` is the full text. The
+        selectors set ``answer_reason`` when they joined the job to its queue facts (see ``jobs.domain.answer``)."""
+        joined = self.__dict__.get("answer_reason")
+        return joined if joined else short_reason(self.state, self.reason, self.message)
+
+    @property
+    def queue_place(self) -> dict | None:
+        """Return the job's place in Kueue (the API's ``queue`` object), None when Kueue does not manage it; the
+        position is known only once the selectors joined the job to its queue facts."""
+        return queue_place(self.queue_name, self.__dict__.get("queue_facts"))
+
+    @property
+    def estimated_start(self) -> dict | None:
+        """Return the start estimate joined by the selectors ({p10, p50, p90, basis, computedAt}), or None."""
+        return estimate_of(self.__dict__.get("start_estimate"))
 
     @property
     def total_gpus(self) -> int:

@@ -23,12 +23,13 @@ from django.conf import settings
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
-from trainer_portal import roles
+from trainer_portal import jobfacts, roles
 from trainer_portal.cluster import access, snapshots
 from trainer_portal.cluster.models import Cluster
 
 from .choices import AdmissionState, SchedulingLevel
 from .domain import explain, states
+from .domain.answer import answer_of
 from .domain.redact import redact
 from .errors import InvalidQuery, TrainJobNotFound
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
@@ -179,6 +180,25 @@ def redact_for_user(visibility: Visibility, jobs: Iterable[TrainJob], *, timelin
         transition.message = redact(transition.message, lambda ns: visibility.allows(ns, cluster_id), known)
 
 
+def join_answers(jobs: Iterable[TrainJob]) -> None:
+    """Join each of ``jobs`` (in memory only) to what the registered providers of ``trainer_portal.jobfacts`` know
+    about it: ``queue_facts`` and ``start_estimate`` (None when nobody knows), ``queue_line`` ("position 3 of 7 in
+    team-a's queue"), and — while quota holds the job — a ``message`` and short reason that say the quota and the
+    position ("Waiting for quota in cq-research: needs 32 GPUs, 16 free of 64 …"). Call after redaction: the
+    stored message it may quote is then already redacted. Rows are never saved from here."""
+    jobs = [job for job in jobs if job.uid]
+    refs = {job.pk: jobfacts.JobRef(job.cluster_id, job.namespace, job.name, job.uid) for job in jobs}
+    facts = jobfacts.facts_for(list(refs.values())) if refs else {}
+    for job in jobs:
+        known = facts.get(refs[job.pk]) or jobfacts.JobFacts()
+        job.queue_facts = known.queue
+        job.start_estimate = known.estimated_start
+        joined = answer_of(job.state, job.reason, job.message, known.queue, namespace=job.namespace)
+        job.message = joined.message
+        job.answer_reason = joined.reason
+        job.queue_line = joined.queue_line
+
+
 def namespace_grants() -> list[NamespaceGrant]:
     """Return every grant (group → namespace), with its group, ordered by group name then namespace."""
     return list(NamespaceGrant.objects.select_related("group", "cluster")
@@ -320,6 +340,7 @@ def trainjob_list(*, user, namespace: str | None = None, state: str | Iterable[s
         last = rows[-1]
         next_cursor = _encode_cursor(sort, getattr(last, field_name), last.id)
     redact_for_user(visible_namespaces(user), rows)
+    join_answers(rows)
     return TrainJobPage(rows, next_cursor, sort, limit)
 
 
@@ -372,6 +393,7 @@ def trainjob_detail(*, user, namespace: str, name: str, cluster: str | None = No
     timeline = trainjob_timeline(job)
     # Redact first: the explanation quotes the job's message when capacity is not why it waits.
     redact_for_user(visible_namespaces(user), [job], timeline=timeline, events=True)
+    join_answers([job])
     return TrainJobDetail(job, timeline, max(wait, 0.0) if wait is not None else None,
                           trainjob_explanation(job, user=user, live=live), tracking_status())
 
@@ -438,6 +460,7 @@ def trainjobs_for_runtime(*, user, runtime: str, limit: int = 100) -> list[Train
     rows = list(trainjob_queryset(user=user, runtime=runtime).defer(*LIST_DEFERRED)
                 .order_by("-submitted_at", "-id")[:limit])
     redact_for_user(visible_namespaces(user), rows)
+    join_answers(rows)
     return rows
 
 
@@ -448,6 +471,7 @@ def longest_waiting(*, user, limit: int = 10, cluster: str | None = None) -> lis
                 .defer(*LIST_DEFERRED)
                 .order_by("since", "id")[:limit])
     redact_for_user(visible_namespaces(user), rows)
+    join_answers(rows)
     return rows
 
 

@@ -65,6 +65,31 @@ class PodGroupSerializer(serializers.Serializer):
     topologyKey = serializers.CharField(required=False, allow_blank=True)
 
 
+class QueuePlaceSerializer(serializers.Serializer):
+    """Where the job is in Kueue's line (null on the TrainJob when Kueue does not manage it)."""
+
+    localQueue = serializers.CharField(allow_null=True, help_text="The LocalQueue (the job's queue-name label).")
+    clusterQueue = serializers.CharField(allow_null=True, help_text="Its ClusterQueue, null while unknown.")
+    position = serializers.IntegerField(allow_null=True, min_value=1,
+                                        help_text="1-based position in `positionIn`; null when unknown.")
+    positionIn = serializers.ChoiceField(choices=["LocalQueue", "ClusterQueue"], allow_null=True,
+                                         help_text="Which queue the position counts in.")
+    pendingInQueue = serializers.IntegerField(allow_null=True, help_text="Pending workloads in that queue.")
+    positionSource = serializers.CharField(
+        help_text='"visibility-api" when Kueue\'s visibility API said; "unknown" when it is missing, refused us, '
+                  "or nobody asked yet.")
+
+
+class StartEstimateSerializer(serializers.Serializer):
+    """When the waiting job is likely to start (quantiles of a simulated start); times null when not estimable."""
+
+    p10 = ApiTimeField(allow_null=True)
+    p50 = ApiTimeField(allow_null=True)
+    p90 = ApiTimeField(allow_null=True)
+    basis = serializers.CharField(help_text="What the estimate rests on, or why there is none.")
+    computedAt = ApiTimeField()
+
+
 class TrackingSerializer(serializers.Serializer):
     """Whether the states shown are current ("tracking stale since 12:04 — cluster unreachable")."""
 
@@ -106,8 +131,10 @@ class TrainJobSerializer(serializers.Serializer):
     numNodes = serializers.IntegerField(source="num_nodes")
     gpusPerNode = serializers.IntegerField(source="gpus_per_node")
     level = serializers.ChoiceField(choices=SchedulingLevel.choices)
-    queue = serializers.CharField(source="queue_name", allow_blank=True)
-    queuePosition = serializers.IntegerField(source="queue_position", allow_null=True)
+    queue = QueuePlaceSerializer(source="queue_place", allow_null=True,
+                                 help_text="The job's place in Kueue; null when Kueue does not manage it.")
+    estimatedStart = StartEstimateSerializer(source="estimated_start", allow_null=True,
+                                             help_text="When it is likely to start; null when nobody estimates it.")
     creator = serializers.CharField(allow_blank=True)
     priorityClass = serializers.CharField(source="priority_class", allow_blank=True)
     podGroups = PodGroupSerializer(source="pod_groups", many=True)
@@ -126,7 +153,7 @@ class TrainJobSerializer(serializers.Serializer):
             "finishedAt": time(job.finished_at) if job.finished_at else None,
             "goneAt": time(job.gone_at) if job.gone_at else None,
             "numNodes": job.num_nodes, "gpusPerNode": job.gpus_per_node, "level": job.level,
-            "queue": job.queue_name, "queuePosition": job.queue_position, "creator": job.creator,
+            "queue": job.queue_place, "estimatedStart": _estimate(job.estimated_start), "creator": job.creator,
             "priorityClass": job.priority_class,
             "podGroups": [{**{key: group.get(key) for key in _POD_GROUP_KEYS},
                            **{key: group[key] for key in _POD_GROUP_OPTIONAL if key in group}}
@@ -136,6 +163,13 @@ class TrainJobSerializer(serializers.Serializer):
     def generic_representation(self, job) -> dict:
         """Return DRF's field-by-field representation (what ``to_representation`` must equal)."""
         return super().to_representation(job)
+
+
+def _estimate(estimate: dict | None) -> dict | None:
+    if estimate is None:
+        return None
+    time = _TIME.to_representation
+    return {**estimate, **{key: time(estimate[key]) for key in ("p10", "p50", "p90", "computedAt")}}
 
 
 class TransitionSerializer(serializers.Serializer):
@@ -209,7 +243,9 @@ class ExplanationSerializer(serializers.Serializer):
     message = serializers.CharField()
     need = serializers.CharField(allow_blank=True, help_text='e.g. "64 nodes × 8 GPUs in one zone".')
     bestDomain = serializers.CharField(allow_blank=True, allow_null=True)
-    have = serializers.IntegerField(allow_null=True)
+    have = serializers.IntegerField(allow_null=True, help_text="What the best domain fits, in `unit`.")
+    needCount = serializers.IntegerField(allow_null=True, help_text="What the gang needs, in `unit`.")
+    unit = serializers.CharField(allow_blank=True, help_text='"pods", or "slices of N pods".')
     excluded = serializers.DictField(child=serializers.IntegerField())
     alternatives = serializers.ListField(child=serializers.CharField())
     holders = HolderSerializer(many=True)

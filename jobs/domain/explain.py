@@ -78,6 +78,8 @@ class WaitExplanation:
     need: str = ""
     best_domain: str | None = None
     have: int | None = None
+    need_count: int | None = None
+    unit: str = ""
     excluded: dict[str, int] = field(default_factory=dict)
     alternatives: list[str] = field(default_factory=list)
     holders: list[Holder] = field(default_factory=list)
@@ -87,7 +89,8 @@ class WaitExplanation:
     def to_dict(self) -> dict:
         """Return the API form."""
         return {"available": self.available, "fits": self.fits, "message": self.message, "need": self.need,
-                "bestDomain": self.best_domain, "have": self.have, "excluded": dict(self.excluded),
+                "bestDomain": self.best_domain, "have": self.have,
+                "needCount": self.need_count, "unit": self.unit, "excluded": dict(self.excluded),
                 "alternatives": list(self.alternatives), "holders": [h.to_dict() for h in self.holders],
                 "otherNodes": self.other_nodes, "snapshotAgeSeconds": self.snapshot_age_seconds}
 
@@ -203,13 +206,17 @@ def explain_wait(job: JobShape, snapshot: ClusterSnapshot, *, occupants: Iterabl
     excluded = dict(explanation.excluded) if explanation else {}
     if best and have is not None:
         level = explanation.binding_level
-        head = f"{need}; the best {level}, {best.split(' ', 1)[-1]}, has {have:,} free"
+        # The engine's own measure (pods, or slices), the same numbers the scheduler's "fits N" and the advice use.
+        measure = f"fits {have:,} of {explanation.need:,} {explanation.unit}"
+        head = (f"{need}; the cluster {measure}" if level == "cluster" else
+                f"{need}; the best {level}, {best.split(' ', 1)[-1]}, {measure}")
     else:
         head = f"{need}; {failing.message}"
     extra = _unavailable_text(snapshot, failing.domain if best else None)
     holders, other = _holders(snapshot, failing.domain, occupants, max_holders)
     return WaitExplanation(True, f"{head}; {extra}" if extra else head, fits=False, need=need, best_domain=best,
-                           have=have, excluded=excluded,
+                           have=have, need_count=explanation.need if explanation else None,
+                           unit=explanation.unit if explanation else "", excluded=excluded,
                            alternatives=_advice(explanation.alternatives if explanation else []),
                            holders=holders, other_nodes=other, snapshot_age_seconds=snapshot_age_seconds)
 

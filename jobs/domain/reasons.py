@@ -28,6 +28,7 @@ _BY_CODE = {
     "UnsatisfiedAdmissionChecks": "quota reserved, checks pending",
     "WaitingForKueue": "waiting for Kueue",
     "Pending": "waiting for quota",
+    "TopologyPlacementFailed": "waiting for quota (topology)",
     "WaitingForQuota": "waiting for quota",
     "ExceedsMaxQuota": "exceeds the queue's quota",
     "Inadmissible": "cannot be admitted as configured",
@@ -42,6 +43,7 @@ _BY_CODE = {
     "Deleted": "deleted",
     "Malformed": "unreadable objects",
 }
+_INADMISSIBLE_CODES = frozenset({"ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured", "Inadmissible"})
 # Unschedulable causes in scheduler messages, most telling first.
 _CAUSES = (
     ("insufficient nvidia.com/gpu", "not enough GPUs"),
@@ -72,6 +74,10 @@ def short_reason(state: str, code: str, message: str) -> str:
         done = _DONE.search(message)
         waiting = message.split(" waits for ", 1)[0] if " waits for " in message else "a step"
         return _cut(f"{waiting} waits for startup order" + (f" ({done[1]} of {done[2]} done)" if done else ""))
+    if state == "inadmissible":
+        if code in _INADMISSIBLE_CODES:
+            return _BY_CODE[code]
+        return "exceeds the queue's quota" if "maximum capacity" in lowered else "cannot be admitted as configured"
     if state == "unschedulable" or code in ("Unschedulable", "SchedulerError"):
         cause = next((text for needle, text in _CAUSES if needle in lowered), "")
         if code == "SchedulerError":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 TRAINER_API_GROUP = "trainer.kubeflow.org"
 TRAINJOB_KIND = "TrainJob"
@@ -107,6 +108,15 @@ def resource_version_of(obj: object) -> str:
 def labels_of(obj: object) -> dict[str, str]:
     """Return metadata.labels with string values only."""
     return {k: v for k, v in as_dict(metadata(obj).get("labels")).items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def label_of(obj: object, key: str) -> str:
+    """Return the string value of label ``key`` ("" when missing or not a string): one lookup, no copy."""
+    try:
+        value = obj["metadata"]["labels"].get(key)
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def annotations_of(obj: object) -> dict[str, str]:
@@ -448,6 +458,12 @@ def pod_group_workload(pod_group: object) -> tuple[str, str]:
 def pod_group_name_of(pod: object) -> str:
     """Return the PodGroup a pod belongs to: ``spec.schedulingGroup.podGroupName`` (1.36+), or the 1.35
     ``spec.workloadRef.podGroup`` ("" when the pod is in no group)."""
+    try:  # the shape every pod has: one dict lookup chain (the gates read every pod several times)
+        name = pod["spec"]["schedulingGroup"]["podGroupName"]
+        if name and isinstance(name, str):
+            return name
+    except (KeyError, TypeError, IndexError):
+        pass
     pod_spec = spec(pod)
     name = as_str(as_dict(pod_spec.get("schedulingGroup")).get("podGroupName"))
     if name:
@@ -457,17 +473,59 @@ def pod_group_name_of(pod: object) -> str:
 
 def pod_node(pod: object) -> str:
     """Return ``spec.nodeName`` ("" while unbound)."""
-    return as_str(spec(pod).get("nodeName"))
+    try:
+        node = pod["spec"].get("nodeName")
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    return node if isinstance(node, str) else ""
 
 
 def pod_phase(pod: object) -> str:
     """Return ``status.phase`` ("Pending" when missing)."""
-    return as_str(status(pod).get("phase")) or "Pending"
+    try:
+        phase = pod["status"].get("phase")
+    except (KeyError, TypeError, AttributeError):
+        return "Pending"
+    return phase if phase and isinstance(phase, str) else "Pending"
 
 
 def pod_is_bound(pod: object) -> bool:
     """Return True when the scheduler has bound the pod (``spec.nodeName`` set)."""
     return bool(pod_node(pod))
+
+
+class PodRow(NamedTuple):
+    """What the admission gates read of one pod, read once: its PodGroup, ReplicatedJob and Job index labels,
+    phase and node."""
+
+    group: str
+    rjob: str
+    index: str
+    phase: str
+    node: str
+    pod: object
+
+
+_new_row = tuple.__new__  # NamedTuple's own __new__ adds a Python call per pod
+
+
+def pod_row(pod: object) -> PodRow:
+    """Return the PodRow of ``pod`` (the same values as the single accessors; never raises)."""
+    try:  # the shape every pod has, read with plain lookups; anything else takes the careful accessors
+        labels = pod["metadata"]["labels"]
+        pod_spec = pod["spec"]
+        group = pod_spec["schedulingGroup"]["podGroupName"] if "schedulingGroup" in pod_spec else ""
+        rjob = labels.get(REPLICATED_JOB_LABEL, "")
+        index = labels.get(JOB_INDEX_LABEL, "")
+        phase = pod["status"]["phase"]
+        node = pod_spec.get("nodeName", "")
+        if (group and type(group) is str and type(rjob) is str and type(index) is str and phase
+                and type(phase) is str and type(node) is str):
+            return _new_row(PodRow, (group, rjob, index, phase, node, pod))
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return PodRow(pod_group_name_of(pod), label_of(pod, REPLICATED_JOB_LABEL), label_of(pod, JOB_INDEX_LABEL),
+                  pod_phase(pod), pod_node(pod), pod)
 
 
 def pod_is_terminal(pod: object) -> bool:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from jobs.choices import AdmissionState, SchedulingLevel
+from jobs.domain.states import WAITING_STATES
 
 register = template.Library()
 
@@ -27,6 +28,7 @@ LIVE_PARAMS = ("_seq", "_m", "_c")
 # state → badge modifier: waiting is "info", trouble is "danger"/"warn", holding capacity is "ok".
 STATE_BADGES: dict[str, str] = {
     "queued": "badge--info",
+    "inadmissible": "badge--danger",
     "quota-reserved": "badge--info",
     "waiting-for-objects": "badge--info",
     "waiting-for-startup": "badge--info",
@@ -187,6 +189,38 @@ def sort_link(current: str, key: str) -> str:
     return f"-{key}" if current == key else key
 
 
+def _start_line(job: Any) -> str:
+    text = start_short(job.estimated_start) if job.state in WAITING_STATES else ""
+    return f'<div class="small muted jobs-start">{escape(text)}</div>' if text else ""
+
+
+@register.filter
+def start_short(estimate: Mapping[str, Any] | None) -> str:
+    """Return the compact estimated start for a list row ("starts in ~2 h"; "" without a median)."""
+    if not estimate or estimate.get("p50") is None:
+        return ""
+    seconds = (estimate["p50"] - timezone.now()).total_seconds()
+    return "starts any moment" if seconds <= 60 else f"starts in ~{_seconds_text(seconds)}"
+
+
+@register.filter
+def start_long(estimate: Mapping[str, Any] | None) -> str:
+    """Return the estimated start for the job page ("likely 15:10 UTC (10 % by 14:05, 90 % by 16:30) — <basis>");
+    "start not estimated — <basis>" without quantiles; "" without an estimate."""
+    if not estimate:
+        return ""
+    basis = estimate.get("basis") or ""
+    if estimate.get("p50") is None:
+        return f"start not estimated — {basis}" if basis else ""
+
+    def at(value: dt.datetime | None) -> str:
+        return f"{value.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC" if value is not None else "?"
+
+    text = (f"likely {at(estimate['p50'])} ({start_short(estimate)}; 10 % by {at(estimate.get('p10'))}, 90 % by "
+            f"{at(estimate.get('p90'))})")
+    return f"{text} — {basis}" if basis else text
+
+
 @register.simple_tag
 def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = False) -> SafeString:
     """Return one list row (``<tr id="job-<uid>">``) of ``job``; ``oob`` marks it for an htmx out-of-band swap;
@@ -209,10 +243,11 @@ def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = Fal
     stale_badge = (f' <span class="badge badge--plain jobs-stale-badge" title="{escape(tracking.message)}">stale'
                    "</span>") if stale else ""
     since = timezone.localtime(job.since) if timezone.is_aware(job.since) else job.since
-    if job.queue_name:
-        position = (f' <span class="badge badge--info" title="position in the queue">#{job.queue_position}</span>'
-                    if job.queue_position is not None else "")
-        queue = f"{escape(job.queue_name)}{position}"
+    place = job.queue_place
+    if place is not None:
+        position = (f' <span class="badge badge--info jobs-position" title="{escape(getattr(job, "queue_line", ""))}">'
+                    f'#{place["position"]}</span>' if place["position"] is not None else "")
+        queue = f"{escape(place['localQueue'] or '')}{position}"
     else:
         queue = '<span class="muted">—</span>'
     cluster = _cluster_of(job)
@@ -232,7 +267,7 @@ def job_row(job: Any, tracking: Any, oob: bool = False, link_runtime: bool = Fal
         f'<td class="nowrap"><time datetime="{since.isoformat()}" data-since="{int(job.since.timestamp())}" '
         f'title="since {since:%Y-%m-%d %H:%M:%S}">{age(job.since)}</time></td>'
         f'<td class="jobs-reason"><span class="jobs-reason__line" title="{escape(job.message)}"'
-        f' data-reason="{escape(job.reason)}">{escape(job.short_reason)}</span></td>'
+        f' data-reason="{escape(job.reason)}">{escape(job.short_reason)}</span>{_start_line(job)}</td>'
         f'<td class="nowrap">{queue}</td></tr>'
     )
     return mark_safe(row)  # noqa: S308 — every interpolated value is escaped above

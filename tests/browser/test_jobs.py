@@ -194,7 +194,7 @@ def test_the_unschedulable_gang_says_why_with_capacity_numbers(page, django_user
 
     card = page.locator(".jobs-reason-card").inner_text()
     assert "Why it waits" in card
-    assert re.search(r"Needs 3 nodes × 8 GPUs in one zone; the best zone, zone-\w, has 2 free", card), card
+    assert re.search(r"Needs 3 nodes × 8 GPUs in one zone; the best zone, zone-\w, fits 2 of 3 pods", card), card
     assert "1 node cordoned" in card
     assert "held by TrainJobs in namespaces you cannot see" in card  # team-b's gang holds a node, unnamed
     assert "llm-b" not in page.content()
@@ -329,7 +329,7 @@ def test_through_the_real_watcher_a_gang_goes_from_gang_pending_to_admitted_on_a
     page.goto("/jobs/team-a/too-big/")
     card = page.locator(".jobs-reason-card").inner_text()
     assert "Why it waits" in card
-    assert re.search(r"Needs 40 nodes × 8 GPUs in one zone; the best zone, zone-\S+, has \d+ free", card), card
+    assert re.search(r"Needs 40 nodes × 8 GPUs in one zone; the best zone, zone-\S+, fits \d+ of 40 pods", card), card
     context.close()
 
     admin = browser.new_context(base_url=portal, viewport={"width": 1440, "height": 900})

@@ -21,11 +21,12 @@ def tracked_job(namespace: str = "team-a", name: str | None = None, *, state: st
     submitted = submitted or timezone.now() - dt.timedelta(minutes=n)
     fields.setdefault("pod_groups", [{"name": f"pg-{n}", "policy": "gang", "minCount": num_nodes, "bound": 0,
                                       "condition": "", "reason": "", "message": ""}])
+    fields.setdefault("reason", "GangPending")
+    fields.setdefault("message", f"{state} for a reason")
     job = TrainJob.objects.create(
         uid=f"uid-{n}", namespace=namespace, name=name or f"job-{n}", runtime_name=runtime, level=level,
-        num_nodes=num_nodes, gpus_per_node=8, queue_name=queue, state=state, reason="GangPending",
-        message=f"{state} for a reason", since=submitted, submitted_at=submitted, admitted_at=admitted,
-        change_seq=n, **fields)
+        num_nodes=num_nodes, gpus_per_node=8, queue_name=queue, state=state, since=submitted,
+        submitted_at=submitted, admitted_at=admitted, change_seq=n, **fields)
     TrainJobTransition.objects.create(job=job, from_state="", to_state=state, at=submitted, seq=n)
     return job
 

@@ -15,7 +15,6 @@ from trainer_portal.placement.explain import (
     exclusion_counts,
     format_counts,
     level_name,
-    nodes_needed,
     unit_label,
 )
 from trainer_portal.placement.requests import BASIC, GANG, PlacementInputError, PlacementRequest, Shape, shape_of
@@ -249,11 +248,13 @@ class Placer:
                 advice.append(f"{request.pod_count:,} pods would fit in one {LEVEL_NAMES[level]}, but not as whole "
                               f"slices of {slice_size} pods per {LEVEL_NAMES[slice_level]}")
         label_levels = max(level, slice_level if slice_level != HOST else -1) + 1
+        never = False
         if level != CLUSTER and best is not None:
             biggest = view.cached(("empty_max", shape, label_levels, level, slice_level, slice_size), None,
                                   lambda: self._empty_capacity(view, shape, label_levels, level, slice_level,
                                                                slice_size))
             if biggest < need:
+                never = True
                 advice.append(f"even an empty {LEVEL_NAMES[level]} holds at most {biggest:,} of {need:,} "
                               f"{unit_label(need, slice_size)}: split the group or choose a coarser level")
         if best is None and level != CLUSTER:
@@ -261,8 +262,11 @@ class Placer:
         missing_pods = max(need - have, 0) * slice_size
         if not missing_pods:
             return advice
-        pods_per_node, gpus = view.cached(("node_shape", shape), None, lambda: self._usual_node(view, shape))
-        more = nodes_needed(missing_pods, pods_per_node)
+        _, gpus = view.cached(("node_shape", shape), None, lambda: self._usual_node(view, shape))
+        # Freeing nodes cannot help a gang no empty domain holds ("even an empty zone …" says so): no "fits once
+        # N more free" next to it. Otherwise N counts the best domain's own nodes, biggest gain first, so the
+        # advice holds when applied to the snapshot.
+        more = 0 if never else self._nodes_to_free(view, shape, label_levels, level, best, missing_pods, restrict)
         where = "the cluster" if level == CLUSTER else domain_title(self.snapshot, level, best)
         if more:
             kind = f"{gpus}-GPU node" if gpus else "node"
@@ -272,6 +276,31 @@ class Placer:
         if int(blocked[0 if level == CLUSTER else best]) >= missing_pods:
             advice.append(f"would fit if the not-ready, cordoned or tainted nodes of {where} were schedulable")
         return advice
+
+    def _nodes_to_free(self, view: View, shape: Shape, label_levels: int, level: int, best: int | None,
+                       missing_pods: int, restrict: np.ndarray | None) -> int:
+        """Return how many nodes of the best domain (the cluster at CLUSTER level) must be emptied to add
+        `missing_pods` slots — the nodes that gain most first; 0 when emptying all of them is not enough."""
+        n = view.n
+        usable = view.schedulable & view.tolerated(shape)
+        if label_levels:
+            usable = usable & view.label_ok(label_levels)
+        if restrict is not None:
+            usable = usable & restrict
+        inside = usable.copy()
+        if level == HOST:
+            inside = np.zeros(n, dtype=bool)
+            if best is not None:
+                inside[best] = usable[best]
+        elif level != CLUSTER and best is not None:
+            inside &= self.snapshot.domain[level, :n] == best
+        now = view.node_slots(shape, label_levels, restrict)
+        gain = (view.empty_slots(shape) - now)[inside]
+        gain = np.sort(gain[gain > 0])[::-1]
+        total = np.cumsum(gain)
+        if not len(total) or int(total[-1]) < missing_pods:
+            return 0
+        return int(np.searchsorted(total, missing_pods)) + 1
 
     def _empty_capacity(self, view: View, shape: Shape, label_levels: int, level: int, slice_level: int,
                         slice_size: int) -> int:

@@ -51,7 +51,8 @@ def test_it_says_what_the_gang_needs_and_what_the_best_domain_has():
 
     assert answer.available and answer.fits is False
     assert answer.message.startswith("needs 3 nodes × 8 GPUs in one zone; the best zone, ")
-    assert answer.message == "needs 3 nodes × 8 GPUs in one zone; the best zone, zone-a, has 2 free; 1 node cordoned"
+    assert answer.message == ("needs 3 nodes × 8 GPUs in one zone; the best zone, zone-a, fits 2 of 3 pods; 1 node "
+                              "cordoned")
 
 
 def test_it_names_who_holds_the_best_domain_and_hides_invisible_jobs():

@@ -131,7 +131,7 @@ def test_why_it_waits_shows_the_capacity_math_what_would_fit_and_the_holders(cli
     card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
     assert "Why it waits" in card
     assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
-    assert re.search(r"<strong>zone zone-[ab]</strong> has 2 free", card)
+    assert re.search(r"<strong>zone zone-[ab]</strong> fits 2 of 3 pods", card)
     assert "What would make it fit" in card
     assert 'href="/jobs/team-b/holder/"' in card and "grace-hopper" in card and "2h 00m" in card
     assert "Computed on the live cluster snapshot" in card
@@ -315,5 +315,5 @@ def test_a_job_sized_by_its_runtime_is_explained_with_the_gpus_its_pods_ask_for(
     card = re.search(r'<section class="card jobs-reason-card.*?</section>', html, re.S).group(0)
     assert "3 × 8 GPUs" in html
     assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
-    assert re.search(r"<strong>zone zone-[ab]</strong> has 2 free", card)
+    assert re.search(r"<strong>zone zone-[ab]</strong> fits 2 of 3 pods", card)
     assert "What would make it fit" in card and 'href="/jobs/team-b/holder/"' in card

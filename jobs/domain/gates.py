@@ -1,0 +1,299 @@
+"""What every admission gate reads and returns: the job's linked objects read once (``JobView``), the ``Admission``
+a gate decides, and the PodGroup summaries.
+
+A gate is a pure function ``JobView → Admission | None``: an Admission when it holds the job (the first that does
+decides), None to let the job pass to the next gate. The order lives in :mod:`jobs.domain.admission`.
+
+Pure: no framework.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from . import plan as startup
+from . import signals as sig
+from . import states as st
+
+_JOB_TEMPLATE = re.compile(r"^(?P<rjob>.+)-(?P<index>\d+)$")
+
+
+@dataclass(frozen=True)
+class PodGroupStatus:
+    """One PodGroup as the job detail shows it ("63 / 64 bound")."""
+
+    name: str
+    policy: str
+    min_count: int | None
+    members: int
+    bound: int
+    running: int
+    condition: str
+    reason: str
+    message: str
+    topology_key: str
+    template: str
+    verdict: str  # placed | unschedulable | pending | unknown
+    since: dt.datetime | None = None
+
+    @property
+    def needed(self) -> int:
+        """Return how many bound members make the group placed (minCount for gangs, every member otherwise)."""
+        if self.policy == "gang":
+            return self.min_count or self.members
+        return self.members
+
+    def to_dict(self) -> dict:
+        """Return the JSON form stored on the TrainJob row."""
+        return {"name": self.name, "policy": self.policy, "minCount": self.min_count, "bound": self.bound,
+                "members": self.members, "running": self.running, "condition": self.condition,
+                "reason": self.reason, "message": self.message, "topologyKey": self.topology_key,
+                "template": self.template}
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The state of a TrainJob with its one leading reason (a code) and a human message; ``gate`` names the gate
+    that decided it (kueue, startup, objects, gang, running, …)."""
+
+    state: str
+    reason: str
+    message: str
+    since: dt.datetime | None = None
+    level: str = st.LEVEL_UNKNOWN
+    pod_groups: tuple[PodGroupStatus, ...] = ()
+    signals: dict = field(default_factory=dict)
+    gate: str = ""
+
+
+def _first_scheduled_condition(conditions: dict[str, sig.Condition]) -> sig.Condition | None:
+    for kind in sig.SCHEDULED_CONDITIONS:
+        if kind in conditions:
+            return conditions[kind]
+    return None
+
+
+def pod_group_status(pod_group: dict, members: Sequence[dict]) -> PodGroupStatus:
+    """Return the status of one PodGroup given its member pods (non-terminal members count as bound when they
+    have a node; terminal members that ran count too, so a finishing gang does not look unscheduled)."""
+    return group_status(pod_group, [sig.pod_row(p) for p in members])
+
+
+def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
+    """Return :func:`pod_group_status` from the members' PodRows."""
+    policy, min_count = sig.pod_group_policy(pod_group)
+    conditions = sig.conditions_of(pod_group)
+    scheduled = _first_scheduled_condition(conditions)
+    live, bound, running = 0, 0, 0
+    for row in rows:
+        if row.phase == "Failed":
+            continue
+        live += 1
+        bound += bool(row.node)
+        running += row.phase in ("Running", "Succeeded")
+    _, template = sig.pod_group_workload(pod_group)
+    condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
+        if scheduled else ""
+    reason = scheduled.reason if scheduled else ""
+    message = scheduled.message if scheduled else ""
+    need = (min_count or live) if policy == "gang" else live
+    unknown_types = sorted(set(conditions) - sig.KNOWN_PODGROUP_CONDITIONS)
+    if policy == "unknown":
+        verdict, reason = "unknown", "UnknownPolicy"
+        message = "the PodGroup's schedulingPolicy is neither gang nor basic"
+    elif need and bound >= need:
+        verdict = "placed"
+    elif scheduled is not None and scheduled.false:
+        verdict = "unschedulable"
+        reason = reason or "Unschedulable"
+        if not message:
+            message = next((m for m in (sig.pod_unschedulable_message(r.pod) for r in rows) if m), "")
+    elif scheduled is None and unknown_types:
+        verdict, reason = "unknown", "UnknownCondition"
+        condition_text = ", ".join(unknown_types)
+        message = f"only unrecognised conditions ({', '.join(unknown_types)}): cannot tell whether it is scheduled"
+    else:
+        verdict = "pending"
+    return PodGroupStatus(sig.name_of(pod_group), policy, min_count, live, bound, running, condition_text,
+                          reason, message, sig.pod_group_topology_key(pod_group), template, verdict,
+                          scheduled.last_transition if scheduled else None)
+
+
+def scheduling_level(trainjob: dict, pod_groups: Sequence[dict], pods: Sequence[dict],
+                     workloads: Sequence[dict] = ()) -> str:
+    """Return the gang level the PodGroups were built at: trainjob (one group for the whole job), replicatedjob
+    (groups of ReplicatedJobs), job (one group per Job replica), none (pods in no group), or unknown."""
+    return level_of_scan(pod_groups, scan_pods(pods), workloads)
+
+
+@dataclass
+class PodScan:
+    """The pods of a job read in one pass: their rows, grouped by PodGroup, with what the level is judged on."""
+
+    rows: list[sig.PodRow]
+    by_group: dict[str, list[sig.PodRow]]
+    pairs: dict[str, set[tuple[str, str]]]  # PodGroup → its members' (ReplicatedJob, Job index)
+    rjobs: set[str]
+
+
+def scan_pods(pods: Sequence) -> PodScan:
+    """Return the PodScan of ``pods`` (one read per pod: the gates run for every job on every refresh)."""
+    rows: list[sig.PodRow] = []
+    by_group: dict[str, list[sig.PodRow]] = {}
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    rjobs: set[str] = set()
+    row_of = sig.pod_row
+    for pod in pods:
+        row = row_of(pod)
+        rows.append(row)
+        group, rjob = row[0], row[1]
+        bucket = by_group.get(group)
+        if bucket is None:
+            by_group[group] = [row]
+            if group:
+                pairs[group] = {(rjob, row[2])}
+        else:
+            bucket.append(row)
+            if group:
+                pairs[group].add((rjob, row[2]))
+        if rjob:
+            rjobs.add(rjob)
+    return PodScan(rows, by_group, pairs, rjobs)
+
+
+def level_of_rows(pod_groups: Sequence[dict], rows: Sequence[sig.PodRow], workloads: Sequence[dict] = ()) -> str:
+    """Return :func:`scheduling_level` from the pods' PodRows."""
+    return level_of_scan(pod_groups, scan_pods([r.pod for r in rows]), workloads)
+
+
+def level_of_scan(pod_groups: Sequence[dict], scan: PodScan, workloads: Sequence[dict] = ()) -> str:
+    """Return :func:`scheduling_level` from a PodScan."""
+    if not pod_groups:
+        if scan.rows and not scan.pairs and not workloads:
+            return st.LEVEL_NONE
+        return st.LEVEL_UNKNOWN
+    members = scan.pairs
+    all_rjobs = scan.rjobs
+    levels = set()
+    for group in pod_groups:
+        _, template = sig.pod_group_workload(group)
+        jobs = members.get(sig.name_of(group), set())
+        rjobs = {rjob for rjob, _ in jobs}
+        match = _JOB_TEMPLATE.match(template or "")
+        if match and len(jobs) <= 1 and (not jobs or (match["rjob"], match["index"]) in jobs):
+            levels.add(st.LEVEL_JOB)
+        elif len(pod_groups) == 1 and (not all_rjobs or rjobs == all_rjobs):
+            levels.add(st.LEVEL_TRAINJOB)
+        else:
+            levels.add(st.LEVEL_REPLICATEDJOB)
+    if levels == {st.LEVEL_JOB}:
+        return st.LEVEL_JOB
+    if st.LEVEL_TRAINJOB in levels:
+        return st.LEVEL_TRAINJOB
+    return st.LEVEL_REPLICATEDJOB
+
+
+def plural(count: int, word: str) -> str:
+    """Return "1 PodGroup" / "2,048 PodGroups"."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+@dataclass
+class JobView:
+    """A TrainJob's linked objects, read once for every gate. Derived facts are computed on first use, so a job
+    decided by an early gate (finished, held by Kueue) never pays for the startup plan or the PodGroup summaries."""
+
+    trainjob: dict
+    pod_groups: list[dict]
+    pods: list[dict]
+    kueue_workload: dict | None
+    workloads: list[dict]
+    missing: list[str]
+    problems: list[tuple[str, str]]
+    events: list[dict]
+    jobsets: list[dict]
+    gate: str = ""
+
+    @cached_property
+    def facts(self) -> sig.TrainJobFacts:
+        """Return the TrainJob's own facts (name, uid, suspend, queue label, size)."""
+        return sig.trainjob_facts(self.trainjob)
+
+    @cached_property
+    def conditions(self) -> dict[str, sig.Condition]:
+        """Return the TrainJob's conditions by type."""
+        return sig.conditions_of(self.trainjob)
+
+    @cached_property
+    def kueue(self) -> dict[str, sig.Condition]:
+        """Return the Kueue Workload's conditions by type ({} when Kueue does not manage the job)."""
+        return sig.conditions_of(self.kueue_workload) if self.kueue_workload else {}
+
+    @cached_property
+    def scan(self) -> PodScan:
+        """Return the pods read once (group, ReplicatedJob, index, phase, node), grouped by PodGroup."""
+        return scan_pods(self.pods)
+
+    @property
+    def rows(self) -> list[sig.PodRow]:
+        """Return each pod's row."""
+        return self.scan.rows
+
+    @cached_property
+    def groups(self) -> tuple[PodGroupStatus, ...]:
+        """Return the PodGroups' statuses, in the order the PodGroups were given."""
+        by_group = self.scan.by_group
+        return tuple(group_status(g, by_group.get(sig.name_of(g), ())) for g in self.pod_groups)
+
+    @cached_property
+    def level(self) -> str:
+        """Return the gang level the PodGroups were built at."""
+        return level_of_scan(self.pod_groups, self.scan, self.workloads)
+
+    @cached_property
+    def live_pods(self) -> list[dict]:
+        """Return the pods that are not Failed."""
+        return [p for p in self.pods if sig.pod_phase(p) != "Failed"]
+
+    @cached_property
+    def legacy(self) -> list[dict]:
+        """Return the 1.35 (v1alpha1) Workloads: no PodGroup objects, admission read from pods."""
+        return [w for w in self.workloads if sig.as_str(w.get("apiVersion")).endswith("/v1alpha1")]
+
+    @cached_property
+    def wait(self) -> startup.StartupWait | None:
+        """Return the ReplicatedJob waiting for its dependsOn targets, or None."""
+        return startup.startup_wait(self.trainjob, self.jobsets, self.pods)
+
+    @cached_property
+    def trainer(self) -> tuple[int, int, int]:
+        """Return (needed, bound, running) of the trainer's pods (every ReplicatedJob but the initializers)."""
+        return startup.trainer_of_rows(startup.plan_of(self.jobsets), self.rows, self.facts.num_nodes)
+
+    @cached_property
+    def active_groups(self) -> list[PodGroupStatus]:
+        """Return the groups waiting to be placed or placed: a group with no members while its ReplicatedJob waits
+        for its startup order has nothing of its own for the scheduler to place yet."""
+        wait = self.wait
+        return [g for g in self.groups if g.members or wait is None]
+
+    @cached_property
+    def preemption_note(self) -> str:
+        """Return "; preemption requested (PodGroup …)" for a disrupted gang whose members are still bound."""
+        for group, status in zip(self.pod_groups, self.groups, strict=True):
+            disruption = sig.conditions_of(group).get(sig.DISRUPTION_CONDITION)
+            if disruption is not None and disruption.true and status.verdict == "placed":
+                return f"; preemption requested (PodGroup {sig.name_of(group)}" + (
+                    f": {disruption.message})" if disruption.message else ")")
+        return ""
+
+    def result(self, state: str, reason: str, message: str, since: dt.datetime | None = None) -> Admission:
+        """Return the Admission ``state``/``reason``/``message`` with the job's level and PodGroups."""
+        return Admission(state, reason, message, since, self.level, self.groups, gate=self.gate)
+
+
+Gate = Callable[[JobView], Admission | None]
