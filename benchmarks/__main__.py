@@ -15,6 +15,7 @@ import time
 
 # One name per line, so that modules added in parallel merge without conflicts.
 BENCHMARKS = [
+    "answer",
     "broker",
     "forecast",
     "jobs_pages",
