@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "trainer_portal.sso",
     "runtimes",
     "jobs",
+    "queues",
 ]
 
 MIDDLEWARE = [

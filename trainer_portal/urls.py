@@ -42,6 +42,7 @@ urlpatterns = [
     # The policy app: /runtimes/…, /preview/… and the per-policy sync actions under /cluster/….
     path("", include("runtimes.urls")),
     path("jobs/", include("jobs.urls")),
+    path("queues/", include("queues.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(**_DOCS), name="api-schema"),
