@@ -294,29 +294,45 @@ class Usage:
 
 
 def usage_lines(queue: ClusterQueueRow, cohort_members: list[ClusterQueueRow]) -> list[Usage]:
-    """Return the usage of ``queue`` per flavor and resource.
+    """Return the usage of ``queue`` per flavor and resource (``cohort_members`` may include ``queue`` itself).
 
-    ``lendable`` is what ``queue`` could lend to its cohort now (its unused quota within its lending limit);
-    ``borrowable`` what it could borrow now: the other members' lendable quota, within its own borrowing limit less
-    what it borrows already (0 without a cohort)."""
+    The cohort's free pool of a (flavor, resource) is what its members could lend (each its unused nominal quota
+    within its lending limit) less what members borrow now. ``lendable`` is what the cohort could still take from
+    ``queue``: its own unused, lendable quota, within that pool. ``borrowable`` is what ``queue`` could borrow now:
+    the pool less its own part, within its borrowing limit less what it borrows already (0 without a cohort)."""
+    members = {m.name: m for m in cohort_members if queue.cohort and m.cohort == queue.cohort}
+    members[queue.name] = queue
     lines = []
     for quota in queue.quotas:
         k = (quota.flavor, quota.resource)
         used = queue.usage.get(k, 0.0)
-        borrowed = queue.borrowed.get(k, max(used - quota.nominal, 0.0))
-        lendable = _lendable(quota, used)
-        borrowable = 0.0
+        borrowed = _borrowed(queue, quota, used)
+        own = _potential(quota, used)
+        lendable = borrowable = 0.0
         if queue.cohort:
-            pool = sum(_lendable(q, other.usage.get(k, 0.0)) for other in cohort_members
-                       if other.name != queue.name for q in other.quotas if (q.flavor, q.resource) == k)
+            potential = borrowed_total = 0.0
+            for member in members.values():
+                for q in member.quotas:
+                    if (q.flavor, q.resource) == k:
+                        member_used = member.usage.get(k, 0.0)
+                        potential += _potential(q, member_used)
+                        borrowed_total += _borrowed(member, q, member_used)
+            pool = max(potential - borrowed_total, 0.0)
+            lendable = min(own, pool)
+            borrowable = max(pool - own, 0.0)
             if quota.borrowing_limit is not None:
-                pool = min(pool, max(quota.borrowing_limit - borrowed, 0.0))
-            borrowable = max(pool, 0.0)
+                borrowable = min(borrowable, max(quota.borrowing_limit - borrowed, 0.0))
         lines.append(Usage(quota.flavor, quota.resource, quota.nominal, used, borrowed, lendable, borrowable,
                            quota.borrowing_limit, quota.lending_limit))
     return lines
 
 
-def _lendable(quota: Quota, used: float) -> float:
+def _borrowed(queue: ClusterQueueRow, quota: Quota, used: float) -> float:
+    """Return what ``queue`` borrows of (flavor, resource): Kueue's status when given, else use above nominal."""
+    return queue.borrowed.get((quota.flavor, quota.resource), max(used - quota.nominal, 0.0))
+
+
+def _potential(quota: Quota, used: float) -> float:
+    """Return the unused part of the nominal quota the queue lets its cohort use."""
     limit = quota.nominal if quota.lending_limit is None else min(quota.lending_limit, quota.nominal)
-    return max(min(limit, quota.nominal - used), 0.0)
+    return max(min(limit, quota.nominal - min(used, quota.nominal)), 0.0)

@@ -413,7 +413,14 @@ class Kueue:
                 pending.setdefault(lq["spec"]["clusterQueue"], []).append(workload)
         for workload, message in unqueued:
             self._pending(workload, jobs, "Misconfigured", message)
-        for cq_name in sorted(pending):
+        def head_borrows(cq_name: str) -> bool:
+            head = pending_order(pending[cq_name])[0]
+            result = assign(queues[cq_name], cohorts, flavors, self._pod_set_inputs(head), usage)
+            return not result.fits or result.borrows
+
+        # As Kueue's scheduler orders a cycle's heads: those that fit without borrowing first, so a workload that
+        # just reclaimed its queue's lent quota gets it before the evicted borrower can borrow it again.
+        for cq_name in sorted(pending, key=lambda name: (head_borrows(name), name)):
             queue = queues[cq_name]
             blocked = False
             for workload in pending_order(pending[cq_name]):
