@@ -9,5 +9,5 @@ app_name = "queues"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("clusterqueues/<str:name>/", views.cluster_queue, name="clusterqueue"),
-    path("localqueues/<str:namespace>/<str:name>/", views.local_queue, name="localqueue"),
+    path("localqueues/<str:namespace>/<str:local_queue>/", views.local_queue, name="localqueue"),
 ]

@@ -70,11 +70,11 @@ def cluster_queue(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 @can_see_queues
-def local_queue(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+def local_queue(request: HttpRequest, namespace: str, local_queue: str) -> HttpResponse:
     """One LocalQueue the user may see: its ClusterQueue's usage and its own pending list."""
     try:
         cluster = _cluster(request)
-        detail = selectors.local_queue_detail(request.user, cluster, namespace, name)
+        detail = selectors.local_queue_detail(request.user, cluster, namespace, local_queue)
     except InvalidQuery as error:
         return _error(request, error)
     except QueueNotFound as error:

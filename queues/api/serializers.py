@@ -5,12 +5,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 
-class QueryParams(serializers.Serializer):
+class KueueQueryParams(serializers.Serializer):
     cluster = serializers.CharField(required=False, allow_blank=True, max_length=253,
                                     help_text="A cluster's name (default: the default cluster).")
 
 
-class UsageSerializer(serializers.Serializer):
+class KueueUsageSerializer(serializers.Serializer):
     flavor = serializers.CharField()
     resource = serializers.CharField()
     nominal = serializers.FloatField(help_text="Nominal quota (GPUs and CPUs as counts, memory in bytes).")
@@ -22,13 +22,13 @@ class UsageSerializer(serializers.Serializer):
     lendingLimit = serializers.FloatField(allow_null=True)
 
 
-class LocalUsageSerializer(serializers.Serializer):
+class KueueLocalUsageSerializer(serializers.Serializer):
     flavor = serializers.CharField()
     resource = serializers.CharField()
     used = serializers.FloatField()
 
 
-class ClusterQueueSerializer(serializers.Serializer):
+class KueueClusterQueueSerializer(serializers.Serializer):
     name = serializers.CharField()
     cohort = serializers.CharField(help_text="Empty without a cohort.")
     queueingStrategy = serializers.CharField()
@@ -38,36 +38,36 @@ class ClusterQueueSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     reserving = serializers.IntegerField()
     admitted = serializers.IntegerField()
-    usage = UsageSerializer(many=True)
+    usage = KueueUsageSerializer(many=True)
 
 
-class LocalQueueSerializer(serializers.Serializer):
+class KueueLocalQueueSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
     clusterQueue = serializers.CharField()
     pending = serializers.IntegerField()
     reserving = serializers.IntegerField()
     admitted = serializers.IntegerField()
-    usage = LocalUsageSerializer(many=True)
+    usage = KueueLocalUsageSerializer(many=True)
 
 
-class CohortSerializer(serializers.Serializer):
+class KueueCohortSerializer(serializers.Serializer):
     name = serializers.CharField()
     clusterQueues = serializers.ListField(child=serializers.CharField())
 
 
-class FlavorSerializer(serializers.Serializer):
+class KueueFlavorSerializer(serializers.Serializer):
     name = serializers.CharField()
     nodeLabels = serializers.DictField(child=serializers.CharField())
 
 
-class JobSerializer(serializers.Serializer):
+class KueueJobSerializer(serializers.Serializer):
     kind = serializers.CharField()
     name = serializers.CharField()
     uid = serializers.CharField()
 
 
-class WorkloadSerializer(serializers.Serializer):
+class KueueWorkloadSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
     localQueue = serializers.CharField()
@@ -78,18 +78,18 @@ class WorkloadSerializer(serializers.Serializer):
     positionInLocalQueue = serializers.IntegerField(allow_null=True, help_text="1-based; null when unknown.")
     reason = serializers.CharField(help_text="Kueue's QuotaReserved reason while pending (WaitingForQuota, …).")
     message = serializers.CharField()
-    job = JobSerializer(allow_null=True, help_text="The owning TrainJob (or other job), when known.")
+    job = KueueJobSerializer(allow_null=True, help_text="The owning TrainJob (or other job), when known.")
     requests = serializers.DictField(child=serializers.FloatField())
 
 
-class PendingLineSerializer(serializers.Serializer):
+class KueuePendingLineSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["workload", "hidden"],
                                    help_text='"hidden": `count` workloads of namespaces you may not see.')
     count = serializers.IntegerField()
-    workload = WorkloadSerializer(allow_null=True)
+    workload = KueueWorkloadSerializer(allow_null=True)
 
 
-class FreshnessFields(serializers.Serializer):
+class KueueFreshnessFields(serializers.Serializer):
     cluster = serializers.CharField()
     asOf = serializers.DateTimeField(allow_null=True, help_text="When the queue watcher last wrote.")
     stale = serializers.BooleanField()
@@ -98,26 +98,26 @@ class FreshnessFields(serializers.Serializer):
     positionSource = serializers.ChoiceField(choices=["visibility-api", "unknown"])
 
 
-class OverviewSerializer(FreshnessFields):
-    clusterQueues = ClusterQueueSerializer(many=True)
-    localQueues = LocalQueueSerializer(many=True)
+class KueueOverviewSerializer(KueueFreshnessFields):
+    clusterQueues = KueueClusterQueueSerializer(many=True)
+    localQueues = KueueLocalQueueSerializer(many=True)
     hiddenLocalQueues = serializers.IntegerField(help_text="LocalQueues of namespaces you may not see.")
-    cohorts = CohortSerializer(many=True)
-    flavors = FlavorSerializer(many=True)
+    cohorts = KueueCohortSerializer(many=True)
+    flavors = KueueFlavorSerializer(many=True)
 
 
-class ClusterQueueDetailSerializer(FreshnessFields):
-    clusterQueue = ClusterQueueSerializer()
-    localQueues = LocalQueueSerializer(many=True)
+class KueueClusterQueueDetailSerializer(KueueFreshnessFields):
+    clusterQueue = KueueClusterQueueSerializer()
+    localQueues = KueueLocalQueueSerializer(many=True)
     hiddenLocalQueues = serializers.IntegerField()
-    pending = PendingLineSerializer(many=True, help_text="In Kueue's order.")
+    pending = KueuePendingLineSerializer(many=True, help_text="In Kueue's order.")
     pendingTotal = serializers.IntegerField()
-    admitted = WorkloadSerializer(many=True)
+    admitted = KueueWorkloadSerializer(many=True)
     admittedHidden = serializers.IntegerField()
 
 
-class LocalQueueDetailSerializer(FreshnessFields):
-    localQueue = LocalQueueSerializer()
-    clusterQueue = ClusterQueueSerializer(allow_null=True)
-    pending = WorkloadSerializer(many=True, help_text="In Kueue's order within the LocalQueue.")
-    admitted = WorkloadSerializer(many=True)
+class KueueLocalQueueDetailSerializer(KueueFreshnessFields):
+    localQueue = KueueLocalQueueSerializer()
+    clusterQueue = KueueClusterQueueSerializer(allow_null=True)
+    pending = KueueWorkloadSerializer(many=True, help_text="In Kueue's order within the LocalQueue.")
+    admitted = KueueWorkloadSerializer(many=True)

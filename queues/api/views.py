@@ -23,7 +23,7 @@ CanSeeQueues = HasCapability.of(roles.JOBS_VIEW)
 
 
 def _cluster(request):
-    query = s.QueryParams(data=request.query_params)
+    query = s.KueueQueryParams(data=request.query_params)
     query.is_valid(raise_exception=True)
     return selectors.cluster_for(query.validated_data.get("cluster"))
 
@@ -34,8 +34,8 @@ class QueuesOverviewApi(APIView):
     permission_classes = [CanSeeQueues]
 
     @extend_schema(operation_id="queues_overview", summary="Kueue's queues of a cluster with usage and counts",
-                   parameters=[s.QueryParams], tags=["queues"],
-                   responses={200: s.OverviewSerializer,
+                   parameters=[s.KueueQueryParams], tags=["queues"],
+                   responses={200: s.KueueOverviewSerializer,
                               400: OpenApiResponse(description="`cluster` names no cluster.")})
     def get(self, request):
         cluster = _cluster(request)
@@ -51,7 +51,7 @@ class QueuesOverviewApi(APIView):
                 "cohorts": [{"name": c.name, "clusterQueues": sorted(members.get(c.name, []))}
                             for c in data["cohorts"]],
                 "flavors": [{"name": f.name, "nodeLabels": f.node_labels} for f in data["flavors"]]}
-        return Response(s.OverviewSerializer(body).data)
+        return Response(s.KueueOverviewSerializer(body).data)
 
 
 class ClusterQueueApi(APIView):
@@ -60,8 +60,8 @@ class ClusterQueueApi(APIView):
     permission_classes = [CanSeeQueues]
 
     @extend_schema(operation_id="queues_clusterqueue", summary="One ClusterQueue: usage, LocalQueues, pending list",
-                   parameters=[s.QueryParams], tags=["queues"],
-                   responses={200: s.ClusterQueueDetailSerializer,
+                   parameters=[s.KueueQueryParams], tags=["queues"],
+                   responses={200: s.KueueClusterQueueDetailSerializer,
                               400: OpenApiResponse(description="`cluster` names no cluster."),
                               404: OpenApiResponse(description="No such ClusterQueue on that cluster.")})
     def get(self, request, cluster_queue: str):
@@ -76,7 +76,7 @@ class ClusterQueueApi(APIView):
                             for e in detail.pending],
                 "pendingTotal": detail.pending_total,
                 "admitted": [present.workload(w) for w in detail.admitted], "admittedHidden": detail.admitted_hidden}
-        return Response(s.ClusterQueueDetailSerializer(body).data)
+        return Response(s.KueueClusterQueueDetailSerializer(body).data)
 
 
 class LocalQueueApi(APIView):
@@ -85,8 +85,8 @@ class LocalQueueApi(APIView):
     permission_classes = [CanSeeQueues]
 
     @extend_schema(operation_id="queues_localqueue", summary="One LocalQueue: its ClusterQueue and pending list",
-                   parameters=[s.QueryParams], tags=["queues"],
-                   responses={200: s.LocalQueueDetailSerializer,
+                   parameters=[s.KueueQueryParams], tags=["queues"],
+                   responses={200: s.KueueLocalQueueDetailSerializer,
                               400: OpenApiResponse(description="`cluster` names no cluster."),
                               404: OpenApiResponse(description="No such LocalQueue in a namespace you may see.")})
     def get(self, request, namespace: str, local_queue: str):
@@ -97,4 +97,4 @@ class LocalQueueApi(APIView):
                 "clusterQueue": present.cluster_queue(detail.cluster_queue) if detail.cluster_queue else None,
                 "pending": [present.workload(e.workload) for e in detail.pending],
                 "admitted": [present.workload(w) for w in detail.admitted]}
-        return Response(s.LocalQueueDetailSerializer(body).data)
+        return Response(s.KueueLocalQueueDetailSerializer(body).data)
