@@ -9,7 +9,6 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import _portal_roles, browser, chromium_executable, page  # noqa: F401 — fixtures
 from tests.queues.conftest import Kueue
 from tests.sandbox.controllers_support import demo_runtime, simulated_cluster
 
