@@ -257,7 +257,12 @@ class QueueHandler:
         if self.clock() < self.retry_at:
             return {}
         deadline = time.monotonic() + POSITION_BUDGET_SECONDS
-        gateway = self.gateway()
+        try:
+            gateway = self.gateway()
+        except KubeError as error:
+            self.position_source, self.positions_error = SOURCE_UNKNOWN, f"no connection: {error.message}"
+            self.retry_at = self.clock() + RETRY_SECONDS
+            return {}
         results: dict[tuple[str, str], kq.Position] = {}
         errors: list[str] = []
         with ThreadPoolExecutor(max_workers=min(POSITION_PARALLEL, len(cluster_queues))) as pool:

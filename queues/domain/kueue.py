@@ -25,7 +25,10 @@ def _list(value: object) -> list:
 
 
 def _str(value: object, limit: int = 253) -> str:
-    return value[:limit] if isinstance(value, str) else ""
+    # NUL is refused by PostgreSQL text columns; a lone surrogate by every UTF-8 encoder.
+    if not isinstance(value, str):
+        return ""
+    return value[:limit].replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
 def _int(value: object) -> int:
@@ -137,7 +140,8 @@ def cluster_queue(obj: dict) -> ClusterQueueRow:
         name=_str(meta(obj).get("name")), cohort=_str(spec.get("cohortName") or spec.get("cohort")),
         strategy=_str(spec.get("queueingStrategy"), 32) or "BestEffortFIFO",
         weight=1.0 if weight is None else weight, quotas=tuple(quotas),
-        preemption=_dict(spec.get("preemption")), pending=_int(status.get("pendingWorkloads")),
+        preemption={_str(k, 64): _str(v, 64) for k, v in _dict(spec.get("preemption")).items() if _str(k, 64)},
+        pending=_int(status.get("pendingWorkloads")),
         reserving=_int(status.get("reservingWorkloads")), admitted=_int(status.get("admittedWorkloads")),
         usage=used, borrowed=borrowed,
         weighted_share=float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) else 0.0,
@@ -209,8 +213,8 @@ def _requests(spec: dict) -> dict[str, float]:
             requests = _dict(_dict(_dict(container).get("resources")).get("requests"))
             for resource, value in requests.items():
                 amount = quantity(value)
-                if isinstance(resource, str) and amount:
-                    totals[resource] = totals.get(resource, 0.0) + amount * count
+                if _str(resource) and amount:
+                    totals[_str(resource)] = totals.get(_str(resource), 0.0) + amount * count
     return totals
 
 
