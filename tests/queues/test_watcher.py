@@ -158,3 +158,39 @@ def test_a_cluster_without_the_visibility_api_has_unknown_positions(gateway):
     handler = QueueHandler(gateway=gateway)
     assert handler._positions(["cq-anything"]) == {}
     assert handler.position_source == "unknown" and "404" in handler.positions_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_informer_hub_runs_the_watcher_live(kueue):
+    """The real hub: watches, dispatch, flushes; a new higher-priority job moves the others back within seconds."""
+    import threading
+
+    from django.db import connection
+
+    namespace = kueue.namespace("team-h")
+    cq = kueue.cluster_queue("cq-hub", kueue.flavor(), 0)
+    kueue.local_queue(namespace, cq)
+    kueue.submit(namespace, "early", 1)
+    urgent = kueue.priority_class("hub-urgent", 500)
+    hub = informers.InformerHub(gateway=kueue.gateway, factories=[
+        lambda cluster=None: QueueHandler(cluster=cluster, gateway=kueue.gateway)])
+
+    def run() -> None:
+        try:
+            hub.run()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        def position(job: str):
+            row = QueuedWorkload.objects.filter(namespace=namespace, job_name=job).first()
+            return row.position_in_local_queue if row else None
+
+        kueue.wait(lambda: position("early") == 0, timeout=20)
+        kueue.submit(namespace, "later", 1, priority=urgent)
+        kueue.wait(lambda: position("later") == 0 and position("early") == 1, timeout=20)
+    finally:
+        hub.stop.set()
+        thread.join(timeout=15)
