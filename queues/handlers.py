@@ -77,6 +77,7 @@ class QueueHandler:
         self.position_reads = 0
         self.last_refresh_seconds = 0.0
         self._last_heartbeat = float("-inf")
+        self._parsed: dict[str, tuple[str, kq.WorkloadRow]] = {}
 
     # -- hub interface ------------------------------------------------------------------------------------------
 
@@ -203,10 +204,17 @@ class QueueHandler:
         lqs = [q for q in lqs if q.name and q.namespace]
         cq_of = {(q.namespace, q.name): q.cluster_queue for q in lqs}
         workloads = []
-        for obj in self.objects[WORKLOAD].values():
-            row = kq.workload(obj)
+        parsed: dict[str, tuple[str, kq.WorkloadRow]] = {}
+        for key, obj in self.objects[WORKLOAD].items():
+            # Reading thousands of Workloads again on every refresh would dominate it: reuse the row of an
+            # unchanged object (same resourceVersion).
+            version = kq.meta(obj).get("resourceVersion") or ""
+            cached = self._parsed.get(key)
+            row = cached[1] if cached and version and cached[0] == version else kq.workload(obj)
+            parsed[key] = (version, row)
             if row.name and row.namespace and row.state != kq.FINISHED:
                 workloads.append(row)
+        self._parsed = parsed
         pending_cqs = sorted({cq_of.get((w.namespace, w.local_queue), "") for w in workloads
                               if w.state == kq.PENDING} - {""})
         positions = self._positions(pending_cqs)
