@@ -6,8 +6,8 @@ are installed as the simulated Kueue would, without its controller, so nothing g
 The queue watcher (``queues.handlers.QueueHandler``) gets the hub's first lists and writes the read model (initial
 sync, timed). Then, per round, a new high-priority Workload is created in one queue (it goes to the head: every
 position of that ClusterQueue moves) and handed to the watcher as the hub would (one ADDED event); timed from the
-event to the committed rows, which includes reading every queue's positions from the visibility API (paginated,
-in parallel) and writing what changed. Target: p95 ≤ 1 s.
+event to the committed rows, which includes reading the touched queue's positions from the visibility API
+(paginated; the other queues keep the positions last read) and writing what changed. Target: p95 ≤ 1 s.
 
 Baseline, same run: the least any refresh must do — one sequential read of every queue's pending list from the
 visibility API, no database — → ratio.

@@ -70,6 +70,10 @@ class QueueHandler:
         self.position_source = SOURCE_UNKNOWN
         self.positions_error = ""
         self.retry_at = 0.0
+        # Positions per ClusterQueue as last read; only the queues a change touched are read again. None: all.
+        self.position_cache: dict[str, dict[tuple[str, str], kq.Position]] = {}
+        self.stale_queues: set[str] | None = None
+        self.failed_queues: set[str] = set()
         self.last_error = ""
         self.flushes = 0
         self.writes = 0
@@ -85,17 +89,37 @@ class QueueHandler:
         """Replace every known object of ``kind`` by ``items``."""
         self.objects[kind] = {kq.key_of(o): o for o in items if isinstance(o, dict) and kq.key_of(o)}
         self.listed.add(kind)
+        if kind in (CQ, LQ, WORKLOAD):
+            self.stale_queues = None  # a relist may hide any change: read every queue's positions again
         self._mark()
 
     def changed(self, kind, event_type: str, obj: dict) -> None:
         """Apply one watch event."""
         if not isinstance(obj, dict) or not kq.key_of(obj):
             return
+        before = self.objects[kind].get(kq.key_of(obj))
         if event_type == "DELETED":
             self.objects[kind].pop(kq.key_of(obj), None)
         else:
             self.objects[kind][kq.key_of(obj)] = obj
+        for version in (before, obj):
+            if version is not None:
+                self._touch_queue(kind, version)
         self._mark()
+
+    def _touch_queue(self, kind, obj: dict) -> None:
+        """Mark the ClusterQueue whose positions ``obj`` (a Workload, LocalQueue or ClusterQueue) may move."""
+        if self.stale_queues is None or kind not in (CQ, LQ, WORKLOAD):
+            return
+        if kind == CQ:
+            self.stale_queues.add(kq.key_of(obj))
+        elif kind == LQ:
+            self.stale_queues.add(kq.local_queue(obj).cluster_queue)
+        else:
+            row = kq.workload(obj)
+            local = self.objects[LQ].get(f"{row.namespace}/{row.local_queue}")
+            self.stale_queues.update(q for q in (row.cluster_queue, kq.local_queue(local).cluster_queue
+                                                 if local is not None else "") if q)
 
     def watch_state(self, watched: dict, unserved: dict) -> None:
         """Optional hub hook: which of our kinds the cluster serves."""
@@ -114,6 +138,10 @@ class QueueHandler:
         if not leader:
             return
         now = self.clock()
+        if self.failed_queues and now >= self.retry_at and self.first_change is None:
+            if self.stale_queues is not None:
+                self.stale_queues |= self.failed_queues
+            self._mark()  # positions the visibility API refused or failed: ask again
         if self.first_change is not None and self._synced() and self._due(now):
             if not self.leader_check():
                 self.deposed += 1
@@ -257,35 +285,53 @@ class QueueHandler:
         return out
 
     def _positions(self, cluster_queues: list[str]) -> dict[tuple[str, str], kq.Position]:
-        """Return the positions of every pending Workload of ``cluster_queues`` the visibility API gives; sets
+        """Return the positions of every pending Workload of ``cluster_queues`` the visibility API gives, reading
+        again only the queues a change touched (and those that failed, once ``RETRY_SECONDS`` passed); sets
         ``position_source`` / ``positions_error``. Raises nothing."""
-        if not cluster_queues:
+        wanted = set(cluster_queues)
+        self.position_cache = {q: p for q, p in self.position_cache.items() if q in wanted}
+        self.failed_queues &= wanted
+        stale = wanted if self.stale_queues is None else (self.stale_queues & wanted) | (
+            wanted - set(self.position_cache) - self.failed_queues)
+        if self.failed_queues and self.clock() >= self.retry_at:
+            stale |= self.failed_queues
+        self.stale_queues = set()
+        if stale:
+            self._read(sorted(stale))
+        if self.failed_queues:
+            self.position_source = SOURCE_UNKNOWN
+        else:
             self.position_source, self.positions_error = SOURCE_API, ""
-            return {}
-        if self.clock() < self.retry_at:
-            return {}
+        out: dict[tuple[str, str], kq.Position] = {}
+        for positions in self.position_cache.values():
+            out.update(positions)
+        return out
+
+    def _read(self, cluster_queues: list[str]) -> None:
+        """Read the positions of ``cluster_queues`` into the cache; a queue that fails is remembered as failed."""
         deadline = time.monotonic() + POSITION_BUDGET_SECONDS
         try:
             gateway = self.gateway()
         except KubeError as error:
-            self.position_source, self.positions_error = SOURCE_UNKNOWN, f"no connection: {error.message}"
-            self.retry_at = self.clock() + RETRY_SECONDS
-            return {}
-        results: dict[tuple[str, str], kq.Position] = {}
-        errors: list[str] = []
-        with ThreadPoolExecutor(max_workers=min(POSITION_PARALLEL, len(cluster_queues))) as pool:
-            for found, error in pool.map(lambda cq: _read_queue(gateway, cq, deadline), cluster_queues):
-                results.update(found)
-                if error:
-                    errors.append(error)
+            self._failed(cluster_queues, f"no connection: {error.message}")
+            return
         self.position_reads += 1
-        if errors:
-            self.position_source, self.positions_error = SOURCE_UNKNOWN, errors[0]
-            self.retry_at = self.clock() + RETRY_SECONDS
-            logger.info("queue positions unknown: %s", errors[0])
-            return {} if len(errors) == len(cluster_queues) else results
-        self.position_source, self.positions_error = SOURCE_API, ""
-        return results
+        with ThreadPoolExecutor(max_workers=min(POSITION_PARALLEL, len(cluster_queues))) as pool:
+            results = list(pool.map(lambda cq: _read_queue(gateway, cq, deadline), cluster_queues))
+        for queue, (found, error) in zip(cluster_queues, results, strict=True):
+            if error:
+                self._failed([queue], error)
+            else:
+                self.position_cache[queue] = found
+                self.failed_queues.discard(queue)
+
+    def _failed(self, cluster_queues: list[str], error: str) -> None:
+        for queue in cluster_queues:
+            self.position_cache.pop(queue, None)
+            self.failed_queues.add(queue)
+        self.positions_error = error
+        self.retry_at = self.clock() + RETRY_SECONDS
+        logger.info("queue positions unknown: %s", error)
 
 
 def _read_queue(gateway, cluster_queue: str, deadline: float) -> tuple[dict, str]:
