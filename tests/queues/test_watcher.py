@@ -134,7 +134,9 @@ def test_finished_jobs_release_quota_and_leave_the_model(kueue, handler):
     assert _row(namespace, "next").position_in_local_queue is None
 
 
-def test_a_refused_visibility_api_leaves_positions_unknown(kueue, handler):
+def test_a_refused_visibility_api_leaves_positions_unknown_until_a_retry(kueue):
+    now = [1000.0]
+    handler = QueueHandler(gateway=kueue.gateway, debounce=0.0, max_delay=0.0, clock=lambda: now[0])
     namespace = kueue.namespace("team-f")
     cq = kueue.cluster_queue("cq-refused", kueue.flavor(), 0)
     kueue.local_queue(namespace, cq)
@@ -152,6 +154,15 @@ def test_a_refused_visibility_api_leaves_positions_unknown(kueue, handler):
     ref = JobRef(cluster.pk, namespace, "waiting", job["metadata"]["uid"])
     facts = queue_facts([ref])[ref]
     assert (facts.position, facts.position_source, facts.local_queue) == (None, "unknown", "team-queue")
+
+    kueue.process.clear_faults()  # access granted: read again 30 s later, without any change on the cluster
+    now[0] += handlers.RETRY_SECONDS - 1
+    handler.flush(leader=True)
+    assert _row(namespace, "waiting").position_in_local_queue is None
+    now[0] += 1
+    handler.flush(leader=True)
+    assert _row(namespace, "waiting").position_in_local_queue == 0
+    assert QueueWatchState.objects.get(cluster__is_default=True).position_source == "visibility-api"
 
 
 def test_a_cluster_without_the_visibility_api_has_unknown_positions(gateway):
