@@ -224,5 +224,6 @@ def change_token(user, cluster: Cluster) -> str:
     seen = visibility(user)
     fresh = freshness(cluster)
     who = "*" if seen.everything else ",".join(sorted(seen.namespaces) + sorted(f"{c}/{n}" for c, n in seen.scoped))
+    beat = int(state[1].timestamp()) if state and state[1] else 0
     digest = hashlib.blake2b(who.encode(), digest_size=6).hexdigest()
-    return f"{cluster.pk}-{state[0] if state else 0}-{int(fresh.stale)}-{digest}"
+    return f"{cluster.pk}-{state[0] if state else 0}-{beat}-{int(fresh.stale)}-{digest}"

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+import hashlib
+import json
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -21,6 +24,25 @@ def _cluster(request: HttpRequest):
     if len(name) > 253:
         raise InvalidQuery("cluster: a cluster name has at most 253 characters", field="cluster")
     return selectors.cluster_for(name or None)
+
+
+def _etag(request: HttpRequest, cluster) -> str:
+    """Return the ETag of this page for this user: it changes with the queue data, the watcher's heartbeat, the
+    freshness, the user's visibility and the query."""
+    token = selectors.change_token(request.user, cluster)
+    query = hashlib.blake2b(request.get_full_path().encode(), digest_size=6).hexdigest()
+    return f'W/"q-{token}-{query}"'
+
+
+def _live(request: HttpRequest, cluster, template: str, context: dict) -> HttpResponse:
+    """Render ``template``; a poll of the live region (htmx) whose If-None-Match is current gets a 304."""
+    etag = _etag(request, cluster)
+    if request.headers.get("HX-Request") and request.headers.get("If-None-Match") == etag:
+        return HttpResponseNotModified(headers={"ETag": etag})
+    context["live_headers"] = json.dumps({"If-None-Match": etag})
+    response = render(request, template, context)
+    response["ETag"] = etag
+    return response
 
 
 def _members(cluster_queues) -> dict[str, list[str]]:
@@ -50,7 +72,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     members = _members(context["cluster_queues"])
     context["cohort_rows"] = [{"name": c.name, "members": sorted(members.get(c.name, []))}
                               for c in context["cohorts"]]
-    return render(request, "queues/overview.html", context)
+    return _live(request, cluster, "queues/overview.html", context)
 
 
 @require_GET
@@ -64,8 +86,9 @@ def cluster_queue(request: HttpRequest, name: str) -> HttpResponse:
         return _error(request, error)
     except QueueNotFound as error:
         raise Http404(error.message) from None
-    return render(request, "queues/clusterqueue.html", {"detail": detail, "cluster": cluster,
-                                                        "freshness": detail.freshness, "queue": detail.cluster_queue})
+    return _live(request, cluster, "queues/clusterqueue.html", {"detail": detail, "cluster": cluster,
+                                                               "freshness": detail.freshness,
+                                                               "queue": detail.cluster_queue})
 
 
 @require_GET
@@ -79,5 +102,6 @@ def local_queue(request: HttpRequest, namespace: str, local_queue: str) -> HttpR
         return _error(request, error)
     except QueueNotFound as error:
         raise Http404(error.message) from None
-    return render(request, "queues/localqueue.html", {"detail": detail, "cluster": cluster,
-                                                      "freshness": detail.freshness, "queue": detail.local_queue})
+    return _live(request, cluster, "queues/localqueue.html", {"detail": detail, "cluster": cluster,
+                                                             "freshness": detail.freshness,
+                                                             "queue": detail.local_queue})

@@ -110,3 +110,21 @@ def test_old_watcher_data_says_as_of_and_stale(dana, queues_model, client):
     page = client.get("/queues/localqueues/team-a/user-queue/").content.decode()
     assert "(stale)" in page and "stopped reporting" in page
     assert _api(dana).get("/api/v1/queues/").json()["stale"] is True
+
+
+def test_a_live_poll_gets_304_until_the_queue_changes(dana, queues_model, client):
+    client.force_login(dana)
+    url = "/queues/clusterqueues/cq-shared/"
+    etag = client.get(url)["ETag"]
+    assert client.get(url, headers={"HX-Request": "true", "If-None-Match": etag}).status_code == 304
+    assert client.get(url, headers={"If-None-Match": etag}).status_code == 200  # a plain reload renders
+
+    from queues.services import apply_changes
+
+    apply_changes(queues_model.pk, {"workloads": ({("team-a", "trainjob-a-first-1a2b3"): {
+        "uid": "", "local_queue": "user-queue", "cluster_queue": "cq-shared", "state": "admitted", "priority": 0,
+        "queued_at": "", "position_in_cluster_queue": None, "position_in_local_queue": None, "reason": "",
+        "message": "", "job_kind": "TrainJob", "job_name": "a-first", "job_uid": "uid-a-first", "requests": {}}}, [])},
+        full=False)
+    changed = client.get(url, headers={"HX-Request": "true", "If-None-Match": etag})
+    assert changed.status_code == 200 and changed["ETag"] != etag
