@@ -21,6 +21,7 @@ BENCHMARKS = [
     "jobs_pages",
     "live_pages",
     "placement",
+    "queues",
     "sandbox_api",
     "snapshot_store",
     "sync",

@@ -1,6 +1,6 @@
 """Fault injection for tests: the next N requests matching a method and a path regex misbehave.
 
-Actions: `status` (answer 500/503/429/409/410/504 with a metav1.Status; a `Retry-After` header only when
+Actions: `status` (answer 500/503/429/409/410/504/403 with a metav1.Status; a `Retry-After` header only when
 `retry_after` is given, because urllib3 — and so the kubernetes client — silently retries 429/503 carrying it),
 `hang` (sleep `seconds`, then 504),
 `drop` (close the connection without a response), `cut-watch` (end a matching watch stream after
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ACTIONS = ("status", "hang", "drop", "cut-watch")
-STATUS_REASONS = {409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError",
+STATUS_REASONS = {403: "Forbidden", 409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError",
                   503: "ServiceUnavailable", 504: "Timeout"}
 
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 POLICY = "torch-gang"
 # Values for path parameters by template, so that every GET operation reads something that exists.
 PATH_VALUES = {"name": POLICY, "number": "1", "namespace": "team-a", "token_id": None, "batch_id": None,
-               "job_id": None, "whatif_id": None}
+               "job_id": None, "whatif_id": None, "cluster_queue": "cq-team-a", "local_queue": "user-queue"}
 
 
 def _operations(*, method: str | None = None, authenticated: bool | None = None) -> list:
@@ -89,7 +89,27 @@ def stored(alice, cluster, eager_celery, django_capture_on_commit_callbacks):
 
     whatif = WhatIf.objects.create(cluster=Cluster.objects.get(is_default=True),
                                    candidate={"topology": [{"runtime": POLICY, "topologyLevel": "rack"}]})
+    _kueue_queues()
     return {"token_id": str(token.pk), "batch_id": batch.id.hex, "job_id": batch.id.hex, "whatif_id": str(whatif.pk)}
+
+
+def _kueue_queues() -> None:
+    """A ClusterQueue with a LocalQueue in team-a and one waiting workload, as the queue watcher writes them."""
+    from queues.models import ClusterQueue, LocalQueue, QueuedWorkload
+    from trainer_portal.cluster.models import Cluster
+
+    cluster = Cluster.objects.get(is_default=True)
+    ClusterQueue.objects.create(cluster=cluster, name="cq-team-a", cohort="research", pending=1, usage=[
+        {"flavor": "default-flavor", "resource": "nvidia.com/gpu", "nominal": 16.0, "used": 8.0, "borrowed": 0.0,
+         "lendable": 8.0, "borrowable": 0.0, "borrowingLimit": None, "lendingLimit": 8.0}])
+    LocalQueue.objects.create(cluster=cluster, namespace="team-a", name="user-queue", cluster_queue="cq-team-a",
+                              pending=1, usage=[{"flavor": "default-flavor", "resource": "nvidia.com/gpu",
+                                                 "used": 8.0}])
+    QueuedWorkload.objects.create(cluster=cluster, namespace="team-a", name="trainjob-waiting-1a2b3",
+                                  local_queue="user-queue", cluster_queue="cq-team-a", state="pending",
+                                  position_in_cluster_queue=0, position_in_local_queue=0, reason="WaitingForQuota",
+                                  job_kind="TrainJob", job_name="waiting", job_uid="uid-waiting",
+                                  requests={"nvidia.com/gpu": 8.0})
 
 
 @pytest.fixture

@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "runtimes",
     "jobs",
     "forecast",
+    "queues",
 ]
 
 MIDDLEWARE = [
@@ -469,3 +470,6 @@ LOGGING = {
         "django.request": {"filters": ["forbidden_without_traceback"]},
     },
 }
+
+# Kueue queues (the queues app): pages and the API say "as of … (stale)" when the queue watcher's heartbeat is older.
+TRAINER_PORTAL_QUEUES_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_QUEUES_STALE_SECONDS", "15"))

@@ -170,7 +170,8 @@ def embedded(argv: Sequence[str] | None = None) -> int:
     The sandboxes are ``gpu-east`` (the 64-node demo topology, the default cluster) and ``gpu-west`` (the smaller
     ``west`` topology); once both answer, ``portal_demo_clusters`` registers both as Cluster rows (gpu-west with
     its kubeconfig stored encrypted, as an admin would register a real cluster).
-    Reads PORT, SANDBOX_PORT, SANDBOX_WEST_PORT (default 6444, or
+    Reads PORT, SANDBOX_PORT, SANDBOX_KUEUE / SANDBOX_KUEUE_GPU_QUOTA / SANDBOX_KUEUE_COHORT (default on, 16 GPUs
+    each for team-a and team-b, cohort demo), SANDBOX_WEST_PORT (default 6444, or
     a free port when SANDBOX_PORT is 0), SANDBOX_GENERATOR, TRAINER_PORTAL_KUBECONFIG and TRAINER_PORTAL_VAR_DIR
     from the environment. Returns the process exit code.
     """
@@ -191,8 +192,13 @@ def embedded(argv: Sequence[str] | None = None) -> int:
         sandbox_log.unlink(missing_ok=True)
         sandbox_port = os.environ.get("SANDBOX_PORT", "6443")
         generator = {"SANDBOX_GENERATOR": os.environ.get("SANDBOX_GENERATOR", "1")}
+        # Kueue in front of the default cluster, as most GPU platforms run it: per-team LocalQueues on ClusterQueues
+        # of one cohort, less quota than the storyline asks for (queueing, borrowing and a reclaim within minutes).
+        kueue = {"SANDBOX_KUEUE": os.environ.get("SANDBOX_KUEUE", "1"),
+                 "SANDBOX_KUEUE_GPU_QUOTA": os.environ.get("SANDBOX_KUEUE_GPU_QUOTA", "team-a=16,team-b=16"),
+                 "SANDBOX_KUEUE_COHORT": os.environ.get("SANDBOX_KUEUE_COHORT", "demo")}
         sandbox = Service("sandbox", [python, "-m", "sandbox", "--port", sandbox_port, "--kubeconfig",
-                                      str(kubeconfig), "--topology", "demo"], sandbox_log, env=generator)
+                                      str(kubeconfig), "--topology", "demo"], sandbox_log, env={**generator, **kueue})
         west_kubeconfig = var_dir / "sandbox-west.kubeconfig"
         west_kubeconfig.unlink(missing_ok=True)
         west_log = logs / "sandbox-west.log"

@@ -43,6 +43,7 @@ urlpatterns = [
     path("", include("runtimes.urls")),
     path("jobs/", include("jobs.urls")),
     path("forecast/", include("forecast.urls")),
+    path("queues/", include("queues.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("live/", include("trainer_portal.live.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),

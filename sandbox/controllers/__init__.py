@@ -56,7 +56,7 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
     `PodGroupInitiallyScheduled`. `generator`: run the demo workload generator (default: env SANDBOX_GENERATOR=1).
     `pod_start_delay`: seconds from binding to Running (default 0.5, env SANDBOX_POD_START_DELAY).
     `kueue`: run the simulated Kueue (default: env SANDBOX_KUEUE=1; quick-start queues per namespace from
-    SANDBOX_KUEUE_GPU_QUOTA, e.g. "team-a=64,team-b=32").
+    SANDBOX_KUEUE_GPU_QUOTA, e.g. "team-a=64,team-b=32", in cohort SANDBOX_KUEUE_COHORT when set).
     Returns the `Controllers` handles. Raises ValueError when `api_url` is not an http:// URL.
     """
     from sandbox.controllers.client import Client
@@ -100,7 +100,8 @@ def start_controllers(api_url: str, *, kube_version: str = "1.37", stop: threadi
         quotas, default_quota = parse_quotas(os.environ.get("SANDBOX_KUEUE_GPU_QUOTA", ""))
         handles.kueue = Kueue(api_url, stop, trainjobs=informers["trainjobs"],
                               cluster_runtimes=informers["clustertrainingruntimes"],
-                              runtimes=informers["trainingruntimes"], quotas=quotas, default_quota=default_quota)
+                              runtimes=informers["trainingruntimes"], quotas=quotas, default_quota=default_quota,
+                              cohort=os.environ.get("SANDBOX_KUEUE_COHORT", "").strip())
     if _enabled(generator, "SANDBOX_GENERATOR"):
         handles.generator = Generator(api_url, stop, trainjobs=informers["trainjobs"],
                                       cluster_runtimes=informers["clustertrainingruntimes"], nodes=informers["nodes"])

@@ -84,6 +84,7 @@ class GeneratorConfig:
     failure_ratio: float = 0.08
     story: bool = True
     story_speed: float = 1.0
+    kueue: bool = False  # play the storyline's Kueue steps (the simulated Kueue runs)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -103,6 +104,7 @@ class GeneratorConfig:
             namespace=os.environ.get("SANDBOX_GENERATOR_NAMESPACE") or cls.namespace,
             story=_env_number("SANDBOX_GENERATOR_STORY", 1) != 0,
             story_speed=max(_env_number("SANDBOX_GENERATOR_STORY_SPEED", cls.story_speed), 0.01),
+            kueue=os.environ.get("SANDBOX_KUEUE", "").strip().lower() in ("1", "true", "yes", "on"),
         )
 
 
@@ -287,7 +289,9 @@ class Generator:
                 log.exception("creating the demo runtimes failed; retrying")
                 self.stop.wait(2.0)
         started = time.monotonic()
-        steps = list(STORY) if self.config.story else []
+        # The Kueue steps only make sense (and only leave the rest of the storyline's capacity alone) with Kueue.
+        steps = sorted((s for s in STORY if self.config.kueue or not s.queue), key=lambda s: s.at) \
+            if self.config.story else []
         interval = 60.0 / self.config.rate if self.config.rate > 0 else None
         next_tick = started
         while not self.stop.is_set() and (steps or interval is not None):

@@ -152,7 +152,8 @@ class Kueue:
     """The simulated Kueue controller manager (one loop: workloads, suspension, admission, queue status)."""
 
     def __init__(self, api_url: str, stop: threading.Event, *, trainjobs: Informer, cluster_runtimes: Informer,
-                 runtimes: Informer, quotas: dict[str, int] | None = None, default_quota: int = 128):
+                 runtimes: Informer, quotas: dict[str, int] | None = None, default_quota: int = 128,
+                 cohort: str = ""):
         self.client = Client(api_url, user_agent="sandbox-kueue")
         self.events = EventRecorder(Client(api_url, user_agent="sandbox-kueue-events"), "kueue-admission")
         self.trainjobs, self.cluster_runtimes, self.runtimes = trainjobs, cluster_runtimes, runtimes
@@ -166,6 +167,7 @@ class Kueue:
         self.flavors, self.wpcs, self.priorityclasses = watch["flavors"], watch["wpcs"], watch["priorityclasses"]
         self._informers = list(watch.values())
         self.quotas, self.default_quota = dict(quotas or {}), default_quota
+        self.cohort = cohort  # the quick-start ClusterQueues share this cohort (and reclaim what they lent)
         self.loop = Loop("kueue", self.sync, stop, resync=3.0, min_interval=0.1,
                          wait_for=(trainjobs, cluster_runtimes, runtimes, *self._informers))
         for informer in (trainjobs, *self._informers):
@@ -228,7 +230,10 @@ class Kueue:
                          "resourceGroups": [{"coveredResources": list(QUOTA_RESOURCES), "flavors": [
                              {"name": FLAVOR, "resources": [
                                  {"name": GPU, "nominalQuota": gpus}, {"name": "cpu", "nominalQuota": 100000},
-                                 {"name": "memory", "nominalQuota": "1000Ti"}]}]}]}}))
+                                 {"name": "memory", "nominalQuota": "1000Ti"}]}]}],
+                         **({"cohortName": self.cohort, "preemption": {
+                             "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
+                            if self.cohort else {})}}))
             objects.append((f"{BASE}/namespaces/{namespace}/localqueues", {
                 "apiVersion": GROUP_VERSION, "kind": "LocalQueue",
                 "metadata": {"name": "user-queue", "namespace": namespace},
@@ -413,7 +418,14 @@ class Kueue:
                 pending.setdefault(lq["spec"]["clusterQueue"], []).append(workload)
         for workload, message in unqueued:
             self._pending(workload, jobs, "Misconfigured", message)
-        for cq_name in sorted(pending):
+        def head_borrows(cq_name: str) -> bool:
+            head = pending_order(pending[cq_name])[0]
+            result = assign(queues[cq_name], cohorts, flavors, self._pod_set_inputs(head), usage)
+            return not result.fits or result.borrows
+
+        # As Kueue's scheduler orders a cycle's heads: those that fit without borrowing first, so a workload that
+        # just reclaimed its queue's lent quota gets it before the evicted borrower can borrow it again.
+        for cq_name in sorted(pending, key=lambda name: (head_borrows(name), name)):
             queue = queues[cq_name]
             blocked = False
             for workload in pending_order(pending[cq_name]):

@@ -11,6 +11,13 @@ On the demo topology (zone-a: 32 usable 8-GPU nodes, zone-b: 28) the steps below
 - `a-urgent` (16-node zone gang on `torch-gang-zone-urgent`, PriorityClass `demo-urgent`) arrives when both zones are
   busy and preempts a whole lower-priority gang (`DisruptionTarget` / `PreemptionByScheduler`); the victim waits and
   runs again later.
+With the simulated Kueue on (SANDBOX_KUEUE=1, as `make run` starts it: ClusterQueues `cq-team-a` and `cq-team-b`
+of 16 GPUs each in cohort `demo`, reclaimWithinCohort Any) the Kueue steps play too, all through LocalQueue
+`user-queue` with 8-GPU pods:
+- `a-q-prep` and `a-q-train` (1 node each) fill team-a's 16 GPUs; `a-q-sweep` (2 nodes) borrows team-b's idle 16;
+- `a-q-tune` and `a-q-eval` wait for quota in team-a's queue (positions 1 and 2);
+- `b-q-train` (team-b, 1 node) reclaims team-b's lent quota: one of team-a's admitted jobs is preempted
+  (`InCohortReclamation`) and queues again until team-a's own jobs finish.
 Times are seconds after the generator starts, divided by `speed` (so are the run times).
 """
 
@@ -33,6 +40,7 @@ PRIORITY_CLASSES = (
      "description": "Demo: deadline-bound jobs that may preempt other teams' gangs"},
 )
 STORY_LABEL = "sandbox.trainer-portal.io/story"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Step:
     fail_after: float | None = None
     suspend: bool = False
     resume: bool = False
+    queue: str = ""  # a Kueue LocalQueue: the step plays only with Kueue on, and the job carries the queue label
 
 
 STORY = (
@@ -63,6 +72,13 @@ STORY = (
     Step(20, "team-b", "b-flaky", "bea", "torch-distributed", 2, gpus=4, duration=60, fail_after=15),
     Step(40, "team-a", "a-urgent", "amir", "torch-gang-zone-urgent", 16, duration=45),
     Step(60, "team-a", "a-queued", "alice", resume=True),
+    # Kueue (only with the simulated Kueue on): queueing, borrowing, and a reclaim that preempts the borrower.
+    Step(3, "team-a", "a-q-prep", "alice", "torch-distributed", 1, gpus=8, duration=150, queue="user-queue"),
+    Step(4, "team-a", "a-q-train", "amir", "torch-distributed", 1, gpus=8, duration=180, queue="user-queue"),
+    Step(6, "team-a", "a-q-sweep", "alice", "torch-distributed", 2, gpus=8, duration=120, queue="user-queue"),
+    Step(8, "team-a", "a-q-tune", "amir", "torch-distributed", 1, gpus=8, duration=60, queue="user-queue"),
+    Step(9, "team-a", "a-q-eval", "alice", "torch-distributed", 1, gpus=8, duration=60, queue="user-queue"),
+    Step(45, "team-b", "b-q-train", "bea", "torch-distributed", 1, gpus=8, duration=90, queue="user-queue"),
 )
 
 
@@ -80,7 +96,10 @@ def step_trainjob(step: Step, speed: float = 1.0) -> dict:
     spec: dict = {"runtimeRef": {"name": step.runtime}, "trainer": trainer}
     if step.suspend:
         spec["suspend"] = True
+    labels = {GENERATED_LABEL: "true", STORY_LABEL: "true"}
+    if step.queue:
+        labels[QUEUE_LABEL] = step.queue
     return {"apiVersion": TRAINER_GROUP_VERSION, "kind": "TrainJob",
             "metadata": {"name": step.name, "namespace": step.namespace,
-                         "labels": {GENERATED_LABEL: "true", STORY_LABEL: "true"}, "annotations": annotations},
+                         "labels": labels, "annotations": annotations},
             "spec": spec}

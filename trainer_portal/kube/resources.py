@@ -80,6 +80,15 @@ NAMESPACE = ResourceKind("", "Namespace", "namespaces", False, ("v1",))
 # Admission tracking reads these too. JobSet and Kueue are optional: discovery says whether a cluster serves them.
 JOBSET = ResourceKind("jobset.x-k8s.io", "JobSet", "jobsets", True, ("v1alpha2",))
 KUEUE_WORKLOAD = ResourceKind("kueue.x-k8s.io", "Workload", "workloads", True, ("v1beta2", "v1beta1"))
+# Kueue's queues (the queues app's read model); optional like the Workloads.
+KUEUE_RESOURCE_FLAVOR = ResourceKind("kueue.x-k8s.io", "ResourceFlavor", "resourceflavors", False,
+                                     ("v1beta2", "v1beta1"))
+KUEUE_CLUSTER_QUEUE = ResourceKind("kueue.x-k8s.io", "ClusterQueue", "clusterqueues", False, ("v1beta2", "v1beta1"))
+KUEUE_LOCAL_QUEUE = ResourceKind("kueue.x-k8s.io", "LocalQueue", "localqueues", True, ("v1beta2", "v1beta1"))
+KUEUE_COHORT = ResourceKind("kueue.x-k8s.io", "Cohort", "cohorts", False, ("v1beta2", "v1beta1"))
+# Kueue's visibility API (an aggregated API served by Kueue's own pod): pending workloads with their positions.
+KUEUE_VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+KUEUE_VISIBILITY_VERSION = "v1beta2"
 EVENT = ResourceKind("", "Event", "events", True, ("v1",))
 LEASE = ResourceKind("coordination.k8s.io", "Lease", "leases", True, ("v1",))
 SECRET = ResourceKind("", "Secret", "secrets", True, ("v1",))
@@ -124,6 +133,16 @@ WORKER_PERMISSIONS: tuple[tuple[str, ResourceKind], ...] = (
     ("watch", JOBSET),
     ("list", KUEUE_WORKLOAD),
     ("watch", KUEUE_WORKLOAD),
+    # The queues read model: Kueue's queues and flavors (the visibility API's pendingworkloads are a "get" on
+    # clusterqueues/pendingworkloads of visibility.kueue.x-k8s.io, granted by Kueue's own ClusterRoles).
+    ("list", KUEUE_RESOURCE_FLAVOR),
+    ("watch", KUEUE_RESOURCE_FLAVOR),
+    ("list", KUEUE_CLUSTER_QUEUE),
+    ("watch", KUEUE_CLUSTER_QUEUE),
+    ("list", KUEUE_LOCAL_QUEUE),
+    ("watch", KUEUE_LOCAL_QUEUE),
+    ("list", KUEUE_COHORT),
+    ("watch", KUEUE_COHORT),
 )
 
 # The cluster page's probes: dry-run creates (nothing is stored) of a PodGroup (is the topology gate on?) and a

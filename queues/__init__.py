@@ -1,0 +1,1 @@
+"""Kueue's queues as the portal reads them: ClusterQueues, LocalQueues, cohorts, flavors and pending positions."""
