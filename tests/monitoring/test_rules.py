@@ -66,5 +66,5 @@ def test_the_dashboard_uses_only_portal_metrics_and_recorded_series():
 
     assert len(exprs) >= 10
     for expr in exprs:
-        for name in re.findall(r"\btrainer_portal[a-z_:]*", expr):
+        for name in re.findall(r"\btrainer_portal[a-z0-9_:]*", expr):
             assert name.startswith("trainer_portal_") or name in recorded, (name, expr)
