@@ -37,6 +37,7 @@ from jobs.domain import states
 from jobs.models import TrackerStatus, TrainJob, TrainJobTransition
 from runtimes.choices import ClusterState, SyncState
 from runtimes.models import PolicySync
+from trainer_portal.cluster.models import Cluster
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +90,11 @@ class PortalCollector:
     # -- TrainJobs ------------------------------------------------------------------------------------------------
 
     def _jobs(self, now: dt.datetime) -> Iterable[Metric]:
-        rows = list(TrainJob.objects.filter(gone_at__isnull=True).order_by()
-                    .values_list("cluster__name", "namespace", "state").annotate(n=Count("id")))
+        # Grouped by the cluster's key, named afterwards: no join over every TrainJob row.
+        names = dict(Cluster.objects.values_list("id", "name"))
+        rows = [(names.get(cluster_id, str(cluster_id)), namespace, state, n) for cluster_id, namespace, state, n in
+                TrainJob.objects.filter(gone_at__isnull=True).order_by()
+                .values_list("cluster_id", "namespace", "state").annotate(n=Count("id"))]
         namespaces = capped(_sum_by(rows, 1), _setting("TRAINER_PORTAL_METRICS_MAX_NAMESPACES", 50))
         by_state: Counter = Counter()
         for cluster, namespace, state, n in rows:
@@ -101,9 +105,10 @@ class PortalCollector:
             family.add_metric(list(labels), n)
         yield family
 
-        waiting = list(TrainJob.objects.filter(gone_at__isnull=True, state__in=sorted(states.WAITING_STATES))
-                       .order_by().values_list("cluster__name", "queue_name", "runtime_name")
-                       .annotate(n=Count("id"), gpus=Sum(F("num_nodes") * F("gpus_per_node")), oldest=Min("since")))
+        waiting = [(names.get(row[0], str(row[0])), *row[1:]) for row in
+                   TrainJob.objects.filter(gone_at__isnull=True, state__in=sorted(states.WAITING_STATES))
+                   .order_by().values_list("cluster_id", "queue_name", "runtime_name")
+                   .annotate(n=Count("id"), gpus=Sum(F("num_nodes") * F("gpus_per_node")), oldest=Min("since"))]
         queues = capped(_sum_by([(r[1], r[3]) for r in waiting], 0), _setting("TRAINER_PORTAL_METRICS_MAX_QUEUES", 50))
         runtimes = capped(_sum_by([(r[2], r[3]) for r in waiting], 0),
                           _setting("TRAINER_PORTAL_METRICS_MAX_RUNTIMES", 30))
@@ -135,12 +140,13 @@ class PortalCollector:
         # Only gang-pending, unschedulable and preempted jobs can hold some of their pods placed.
         held: Counter = Counter()
         partial: Counter = Counter()
-        for cluster, groups, per_node in (TrainJob.objects.filter(gone_at__isnull=True,
-                                                                  state__in=sorted(states.PLACEMENT_STATES))
-                                          .order_by().values_list("cluster__name", "pod_groups", "gpus_per_node")
-                                          .iterator(chunk_size=2000)):
+        for cluster_id, groups, per_node in (TrainJob.objects.filter(gone_at__isnull=True,
+                                                                     state__in=sorted(states.PLACEMENT_STATES))
+                                             .order_by().values_list("cluster_id", "pod_groups", "gpus_per_node")
+                                             .iterator(chunk_size=5000)):
             bound = sum(int(group.get("bound") or 0) for group in groups or () if isinstance(group, dict))
             if bound > 0:
+                cluster = names.get(cluster_id, str(cluster_id))
                 partial[cluster] += 1
                 held[cluster] += bound * (per_node or 0)
         clusters = sorted({row[0] for row in rows} | set(held))
@@ -180,6 +186,15 @@ class PortalCollector:
                 sums[i] += count
             sums[-2] += n
             sums[-1] += _seconds(total)
+        limit = max(int(_setting("TRAINER_PORTAL_METRICS_MAX_HISTOGRAMS", 200)), 1)
+        if len(folded) > limit:
+            # Keep the busiest label sets; the rest become one "other" set per cluster and level.
+            ranked = sorted(folded, key=lambda key: (-folded[key][-2], key))
+            for key in ranked[limit - 1:]:
+                sums = folded.pop(key)
+                target = folded[(key[0], OTHER, OTHER, key[3], OTHER)]
+                for i, count in enumerate(sums):
+                    target[i] += count
         family = GaugeHistogramMetricFamily(
             PREFIX + "admission_wait_time_seconds",
             f"Time from submission to first admission of the TrainJobs admitted in the last {window} s (a gauge "

@@ -197,3 +197,18 @@ def test_an_unreachable_broker_is_an_error_not_a_failed_scrape(settings):
 
     assert value(samples, "trainer_portal_metrics_errors") == 1
     assert value(samples, "trainer_portal_trainjobs", state="running") == 1
+
+
+def test_histogram_label_sets_beyond_the_cap_fold_into_other(settings):
+    settings.TRAINER_PORTAL_METRICS_MAX_HISTOGRAMS = 2
+    now = timezone.now()
+    for runtime, n in (("torch-a", 3), ("torch-b", 2), ("torch-c", 1), ("torch-d", 1)):
+        for _ in range(n):
+            admitted(10, at=now - dt.timedelta(minutes=5), runtime=runtime)
+
+    samples = scrape(now)
+    count = "trainer_portal_admission_wait_time_seconds_gcount"
+
+    assert {labels["runtime"]: v for labels, v in samples[count]} == {"torch-a": 3, "other": 4}
+    (other,) = [labels for labels, _ in samples[count] if labels["runtime"] == "other"]
+    assert other["namespace"] == "other" and other["queue"] == "other" and other["level"] == "trainjob"
