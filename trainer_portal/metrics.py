@@ -137,11 +137,11 @@ class PortalCollector:
             oldest_family.add_metric(list(key), oldest[key])
         yield oldest_family
 
-        # Only gang-pending, unschedulable and preempted jobs can hold some of their pods placed.
+        # A gang that holds some of its pods placed while it waits for the rest is "gang pending" (the scheduler
+        # placed part of it); unschedulable and preempted gangs hold nothing.
         held: Counter = Counter()
         partial: Counter = Counter()
-        for cluster_id, groups, per_node in (TrainJob.objects.filter(gone_at__isnull=True,
-                                                                     state__in=sorted(states.PLACEMENT_STATES))
+        for cluster_id, groups, per_node in (TrainJob.objects.filter(gone_at__isnull=True, state=states.GANG_PENDING)
                                              .order_by().values_list("cluster_id", "pod_groups", "gpus_per_node")
                                              .iterator(chunk_size=5000)):
             bound = sum(int(group.get("bound") or 0) for group in groups or () if isinstance(group, dict))
