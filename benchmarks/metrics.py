@@ -7,7 +7,8 @@ inside the one-hour window; 50 runtime policies on 2 clusters; a tracker status 
   computed from the database), its query count, the exposition's size and number of series;
 - export: GET /jobs/export.csv of every job, streamed (time to the last byte, rows per second).
 Baseline, same run: ``SELECT COUNT(*)`` of the TrainJobs (the cheapest aggregate over the same table) → ratio.
-Target: scrape p95 ≤ 250 ms at 30,000 jobs (Prometheus scrapes every 30 s per replica).
+Target: scrape p95 ≤ 300 ms at 30,000 jobs on PostgreSQL (Prometheus scrapes every 30 s per replica; its
+default scrape timeout is 10 s).
 
 Database: a throwaway SQLite file, or a throwaway PostgreSQL database when DATABASE_URL points at PostgreSQL.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.sync import _drop_database, _pct, _setup_django
 
-TARGET_SCRAPE_P95_MS = 250.0
+TARGET_SCRAPE_P95_MS = 300.0
 TOKEN = "bench-token"
 
 

@@ -1,7 +1,7 @@
 """Small server-rendered SVG charts: a stacked bar of parts (the state mix) and a line chart of p50/p95 over time.
 
 Pure functions from numbers to SVG markup: no framework, no JavaScript, no CDN, no inline style (colours are
-presentation attributes, which a strict CSP allows). Every text is escaped. The drawings use a 360-unit-wide
+presentation attributes, which a strict CSP allows). Every text is escaped. The drawings use a 320-unit-wide
 viewBox and scale to their container, so at a 390 px phone width the text keeps its design size; every chart has a
 ``<title>`` and ``<desc>`` for screen readers, and the numbers are also written as text (the legend), so no value
 is told by colour alone.
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-WIDTH = 360
-FONT = 11
+WIDTH = 320
+FONT = 12
 # Colour-blind-safe (Okabe-Ito) order for series without a colour of their own.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 

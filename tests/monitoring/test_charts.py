@@ -27,7 +27,7 @@ def test_stacked_bar_splits_the_width_by_share_and_labels_each_part():
                                      charts.Part("Failed", 0)], title="Mix"))
 
     bars = [el for el in root.iter(SVG + "rect") if el.get("y") == "4"]
-    assert [float(el.get("width")) for el in bars] == [270.0, 90.0]
+    assert [float(el.get("width")) for el in bars] == [0.75 * charts.WIDTH, 0.25 * charts.WIDTH]
     assert bars[0].get("fill") == "#0072B2" and bars[1].get("fill") == charts.PALETTE[1]
     assert texts(root) == ["Running", "30 · 75 %", "Queued", "10 · 25 %"]  # a zero part is left out
     assert root.find(SVG + "desc").text == "Running 30, Queued 10"
