@@ -87,9 +87,9 @@ def test_trainjobs_by_state_with_namespaces_capped(settings):
 def test_pending_gangs_gpus_and_partially_bound_gangs():
     now = timezone.now()
     tracked_job(state="queued", queue="team-a-queue", num_nodes=4, submitted=now - dt.timedelta(minutes=30))
-    tracked_job(state="gang-pending", queue="team-a-queue", num_nodes=2,
+    tracked_job(state="gang-pending", queue="team-a-queue", num_nodes=2, submitted=now - dt.timedelta(minutes=5),
                 pod_groups=[{"name": "pg", "minCount": 2, "bound": 1}])
-    tracked_job(state="running", queue="team-a-queue", num_nodes=8,
+    tracked_job(state="running", queue="team-a-queue", num_nodes=8, submitted=now - dt.timedelta(hours=5),
                 pod_groups=[{"name": "pg", "minCount": 8, "bound": 8}])
 
     samples = scrape(now)
