@@ -28,7 +28,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q,
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_http_methods
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
@@ -353,7 +353,7 @@ def _authorized(request: HttpRequest) -> tuple[bool, int, str]:
 
 
 @never_cache
-@require_GET
+@require_http_methods(["GET", "HEAD"])
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """Return the figures (200, text/plain; version=0.0.4); 401 without the configured bearer token, 403 when
     /metrics is neither given a token nor opened."""
