@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -49,6 +50,7 @@ ADMISSION_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1
                                         86400)
 # The seconds without a heartbeat after which a watcher counts as stale (the pages' banner uses the same number).
 DEFAULT_STALE_SECONDS = 15.0
+CACHE_KEY = "trainer_portal:metrics:exposition"
 
 
 def _setting(name: str, default):
@@ -363,4 +365,10 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         if status == 401:
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    seconds = float(getattr(settings, "TRAINER_PORTAL_METRICS_CACHE_SECONDS", 0) or 0)
+    if seconds > 0:
+        # Several Prometheus servers scraping several replicas at once share one computation (shared cache).
+        body = cache.get_or_set(CACHE_KEY, render_metrics, timeout=seconds)
+    else:
+        body = render_metrics()
+    return HttpResponse(body, content_type=CONTENT_TYPE_PLAIN_0_0_4)

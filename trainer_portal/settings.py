@@ -456,6 +456,8 @@ TRAINER_PORTAL_METRICS_TOKEN = os.environ.get("TRAINER_PORTAL_METRICS_TOKEN", ""
 TRAINER_PORTAL_METRICS_OPEN = env_bool("TRAINER_PORTAL_METRICS_OPEN", False)
 # Time to admission is reported over the jobs admitted within this trailing window (a gauge histogram).
 TRAINER_PORTAL_METRICS_WINDOW_SECONDS = int(os.environ.get("TRAINER_PORTAL_METRICS_WINDOW_SECONDS", "3600"))
+# Scrapes within this many seconds share one computation through the cache (0: compute every scrape).
+TRAINER_PORTAL_METRICS_CACHE_SECONDS = float(os.environ.get("TRAINER_PORTAL_METRICS_CACHE_SECONDS", "5"))
 # Cardinality caps: the most populous namespaces, runtimes and queues keep their name, the rest are "other".
 TRAINER_PORTAL_METRICS_MAX_NAMESPACES = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_NAMESPACES", "50"))
 TRAINER_PORTAL_METRICS_MAX_RUNTIMES = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_RUNTIMES", "30"))

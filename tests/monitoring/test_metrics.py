@@ -212,3 +212,15 @@ def test_histogram_label_sets_beyond_the_cap_fold_into_other(settings):
     assert {labels["runtime"]: v for labels, v in samples[count]} == {"torch-a": 3, "other": 4}
     (other,) = [labels for labels, _ in samples[count] if labels["runtime"] == "other"]
     assert other["namespace"] == "other" and other["queue"] == "other" and other["level"] == "trainjob"
+
+
+def test_scrapes_within_the_cache_time_share_one_computation(client, settings):
+    settings.TRAINER_PORTAL_METRICS_OPEN = True
+    settings.TRAINER_PORTAL_METRICS_CACHE_SECONDS = 60
+    tracked_job(state="running")
+    first = client.get("/metrics").content
+    tracked_job(state="running")
+
+    assert client.get("/metrics").content == first  # the second job shows after the cache time
+    settings.TRAINER_PORTAL_METRICS_CACHE_SECONDS = 0
+    assert value(scrape(), "trainer_portal_trainjobs", state="running") == 2
