@@ -136,6 +136,10 @@ def test_prometheus_scrapes_portal_and_watcher_and_the_dashboard_has_data(gatewa
                 missing = [expr for expr in missing if not promql(base, expr)]
                 time.sleep(1)
             assert not missing, f"dashboard queries without data: {missing}"
+            with urllib.request.urlopen(f"{base}/api/v1/rules", timeout=5) as response:
+                groups = json.load(response)["data"]["groups"]
+            assert sorted(g["name"] for g in groups) == ["trainer-portal.alerts", "trainer-portal.recording"]
+            assert all(rule["health"] == "ok" for group in groups for rule in group["rules"]), groups
             assert promql(base, 'ALERTS{alertname="TrainerPortalWatcherStale"}') == []
     finally:
         if server is not None:
