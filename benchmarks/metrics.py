@@ -8,8 +8,8 @@ inside the one-hour window; 50 runtime policies on 2 clusters; a tracker status 
   another one computed within TRAINER_PORTAL_METRICS_CACHE_SECONDS (the shared cache);
 - export: GET /jobs/export.csv of every job, streamed (time to the last byte, rows per second).
 Baseline, same run: ``SELECT COUNT(*)`` of the TrainJobs (the cheapest aggregate over the same table) → ratio.
-Target: scrape p95 ≤ 300 ms at 30,000 jobs on PostgreSQL (Prometheus scrapes every 30 s per replica; its
-default scrape timeout is 10 s).
+Target: scrape p95 ≤ 300 ms at 30,000 jobs on PostgreSQL, ≤ 1 s on SQLite (embedded mode); Prometheus scrapes
+every 30 s per replica and its default scrape timeout is 10 s.
 
 Database: a throwaway SQLite file, or a throwaway PostgreSQL database when DATABASE_URL points at PostgreSQL.
 """
@@ -25,7 +25,9 @@ from pathlib import Path
 
 from benchmarks.sync import _drop_database, _pct, _setup_django
 
-TARGET_SCRAPE_P95_MS = 300.0
+# PostgreSQL is the production database; SQLite serves embedded mode (one machine, trials), where Django computes
+# datetime differences in Python and the scrape costs about three times as much.
+TARGET_SCRAPE_P95_MS = {"postgresql": 300.0, "sqlite": 1000.0}
 TOKEN = "bench-token"
 
 
@@ -129,8 +131,9 @@ def bench(rounds: int) -> dict:
             pass
 
     export_times = _timed(export, max(3, rounds // 10))
-    return {"scrape": scrape, "cached": cached, "baseline": baseline, "export": export_times, "queries": len(queries),
-            "bytes": len(body), "series": series, "jobs": TrainJob.objects.count()}
+    return {"vendor": connection.vendor, "scrape": scrape, "cached": cached, "baseline": baseline,
+            "export": export_times, "queries": len(queries), "bytes": len(body), "series": series,
+            "jobs": TrainJob.objects.count()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     b50 = _pct(base, 0.5) * 1000
     print(f"scrape of /metrics over {result['jobs']:,} jobs ({rounds} rounds, {result['queries']} queries, "
           f"{result['series']:,} series, {result['bytes'] / 1024:.0f} KiB)")
+    target = TARGET_SCRAPE_P95_MS.get(result["vendor"], TARGET_SCRAPE_P95_MS["postgresql"])
     print(f"  GET /metrics                 p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  ×{p50 / b50 if b50 else 0:.1f} "
-          f"baseline (COUNT(*) p50 {b50:.1f} ms); target p95 ≤ {TARGET_SCRAPE_P95_MS:.0f} ms")
+          f"baseline (COUNT(*) p50 {b50:.1f} ms); target p95 ≤ {target:.0f} ms on {result['vendor']}")
     cached = result["cached"]
     c50, c95 = _pct(cached, 0.5) * 1000, _pct(cached, 0.95) * 1000
     print(f"  GET /metrics, shared (cache) p50 {c50:7.1f} ms  p95 {c95:7.1f} ms  (another scrape within "
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     e50, e95 = _pct(export, 0.5), _pct(export, 0.95)
     print(f"  GET /jobs/export.csv (all)   p50 {e50 * 1000:7.1f} ms  p95 {e95 * 1000:7.1f} ms  "
           f"({result['jobs'] / e50 if e50 else 0:,.0f} rows/s)")
-    return 0 if p95 <= TARGET_SCRAPE_P95_MS else 1
+    return 0 if p95 <= target else 1
 
 
 if __name__ == "__main__":
