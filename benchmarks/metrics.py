@@ -25,8 +25,8 @@ from pathlib import Path
 
 from benchmarks.sync import _drop_database, _pct, _setup_django
 
-# PostgreSQL is the production database; SQLite serves embedded mode (one machine, trials), where Django computes
-# datetime differences in Python and the scrape costs about three times as much.
+# PostgreSQL is the production database; SQLite serves embedded mode (one machine, trials) and is slower at the
+# grouped counts.
 TARGET_SCRAPE_P95_MS = {"postgresql": 300.0, "sqlite": 1000.0}
 TOKEN = "bench-token"
 
