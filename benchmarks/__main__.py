@@ -20,6 +20,7 @@ BENCHMARKS = [
     "forecast",
     "jobs_pages",
     "live_pages",
+    "metrics",
     "placement",
     "queues",
     "sandbox_api",

@@ -636,3 +636,71 @@ def cluster_heat_summary() -> dict | None:
     """Return the live snapshot's free/total GPUs per zone → block → rack (None when there is no snapshot yet)."""
     live = snapshots.live_snapshot()
     return live.snapshot.to_summary() if live is not None else None
+
+
+# -- charts and export ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AdmissionSeries:
+    """Time to admission of one (runtime, level) per time bucket: p50, p95 (None: nobody admitted then) and jobs."""
+
+    runtime: str
+    level: str
+    p50: tuple[float | None, ...]
+    p95: tuple[float | None, ...]
+    jobs: int
+
+
+def admission_series(*, user, hours: int = 24, buckets: int = 12, now: dt.datetime | None = None,
+                     cluster: str | None = None, runtime: str | None = None,
+                     limit: int = 4) -> tuple[list[dt.datetime], list[AdmissionSeries]]:
+    """Return the bucket start times and the time to admission per (runtime, level) of the visible jobs admitted in
+    the last ``hours`` split into ``buckets`` equal buckets (oldest first): the ``limit`` busiest (runtime, level)
+    pairs, busiest first. One query. Raises InvalidQuery for an unknown cluster."""
+    now = now or timezone.now()
+    start = now - dt.timedelta(hours=hours)
+    step = dt.timedelta(hours=hours) / buckets
+    queryset = trainjob_queryset(user=user, cluster=cluster, runtime=runtime, include_gone=True)
+    rows = (queryset.filter(admitted_at__gt=start, admitted_at__lte=now).order_by()
+            .values_list("runtime_name", "level", "submitted_at", "admitted_at"))
+    waits: dict[tuple[str, str], list[list[float]]] = defaultdict(lambda: [[] for _ in range(buckets)])
+    for runtime_name, level, submitted, admitted in rows:
+        index = min(int((admitted - start) / step), buckets - 1)
+        waits[(runtime_name, level)][index].append(max(0.0, (admitted - submitted).total_seconds()))
+    result = []
+    for (runtime_name, level), per_bucket in waits.items():
+        for values in per_bucket:
+            values.sort()
+        result.append(AdmissionSeries(
+            runtime_name, level,
+            tuple(_percentile(values, 0.5) if values else None for values in per_bucket),
+            tuple(_percentile(values, 0.95) if values else None for values in per_bucket),
+            sum(len(values) for values in per_bucket)))
+    result.sort(key=lambda s: (-s.jobs, s.runtime, s.level))
+    return [start + step * i for i in range(buckets)], result[:limit]
+
+
+def trainjob_state_counts(*, user, runtime: str | None = None, cluster: str | None = None) -> dict[str, int]:
+    """Return {state: count} of the visible, not-gone TrainJobs (of ``runtime`` when given), states with no job
+    left out. Raises InvalidQuery for an unknown cluster."""
+    queryset = trainjob_queryset(user=user, runtime=runtime, cluster=cluster)
+    return {row["state"]: row["n"] for row in queryset.order_by().values("state").annotate(n=Count("id"))}
+
+
+EXPORT_FIELDS = ("cluster__name", "namespace", "name", "state", "reason", "runtime_name", "level", "queue_name",
+                 "num_nodes", "gpus_per_node", "creator", "priority_class", "submitted_at", "admitted_at",
+                 "finished_at", "since")
+
+
+def trainjob_export_rows(*, user, sort: str | None = None, chunk_size: int = 2000, **filters) -> Iterable[tuple]:
+    """Return an iterator over the visible TrainJobs matching ``filters`` (those of ``trainjob_queryset``) in the
+    list's order, as tuples of ``EXPORT_FIELDS``, read from the database in chunks. Raises InvalidQuery for an
+    unknown filter value or sort."""
+    sort = sort or DEFAULT_SORT
+    if sort not in SORTS:
+        raise InvalidQuery(f"sort must be one of {', '.join(SORTS)}, not {sort!r}", field="sort")
+    field_name, descending = SORTS[sort]
+    order = (f"-{field_name}", "-id") if descending else (field_name, "id")
+    queryset = trainjob_queryset(user=user, **filters).order_by(*order)
+    return queryset.values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.job_list, name="list"),
     path("live/", views.job_list_live, name="live"),
     path("overview/", views.overview, name="overview"),
+    path("export.csv", views.job_export_csv, name="export-csv"),
     path("grants/", views.grants, name="grants"),
     path("grants/<int:pk>/delete/", views.grant_delete, name="grant-delete"),
     path("runtimes/<str:name>/jobs/", views.for_runtime, name="for-runtime"),

@@ -42,8 +42,9 @@ pytestmark = pytest.mark.django_db
 # Public on purpose: logging in needs no login; the probe serves container health checks; the token endpoint
 # authenticates with the password in its body; Django's admin has its own staff login; the favicon is a static file
 # (browsers ask for it on the login page too); the single sign-on flow (oidc/) starts before anyone is logged in;
-# home only sends a signed-in user to the first section they may open.
-PUBLIC = re.compile(r"^(login/|logout/|oidc/|healthz|favicon\.ico|api/v1/auth/token/|admin/|$)")
+# home only sends a signed-in user to the first section they may open; /metrics checks its own bearer token
+# (tests/monitoring).
+PUBLIC = re.compile(r"^(login/|logout/|oidc/|healthz|metrics|favicon\.ico|api/v1/auth/token/|admin/|$)")
 PERSONAS = ("anonymous", roles.NONE, roles.DATA_SCIENTIST, roles.VIEWER, roles.PLATFORM_ADMIN)
 SAMPLE_POLICY = "torch-gang"
 

@@ -426,8 +426,9 @@ if not EMBEDDED:
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    # /healthz answers plain HTTP on any host name, for the container health check (HealthCheckMiddleware).
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # /healthz answers plain HTTP on any host name, for the container health check (HealthCheckMiddleware);
+    # /metrics too, for Prometheus scraping the pod's address (it checks its own bearer token).
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
     # Behind the TLS proxy (docker-compose: caddy) only: it sets X-Forwarded-Proto itself, and gunicorn is
     # reachable from nowhere else. Exposed directly, a client could claim https with that header, so it is opt-in.
     if BEHIND_TLS_PROXY:
@@ -473,3 +474,18 @@ LOGGING = {
 
 # Kueue queues (the queues app): pages and the API say "as of … (stale)" when the queue watcher's heartbeat is older.
 TRAINER_PORTAL_QUEUES_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_QUEUES_STALE_SECONDS", "15"))
+# --- Metrics (docs/monitoring.md) ------------------------------------------------------------------------------
+# /metrics answers a scrape that sends "Authorization: Bearer <token>"; without a token it is closed (403) unless
+# TRAINER_PORTAL_METRICS_OPEN is on (a network policy then decides who reaches it).
+TRAINER_PORTAL_METRICS_TOKEN = os.environ.get("TRAINER_PORTAL_METRICS_TOKEN", "")
+TRAINER_PORTAL_METRICS_OPEN = env_bool("TRAINER_PORTAL_METRICS_OPEN", False)
+# Time to admission is reported over the jobs admitted within this trailing window (a gauge histogram).
+TRAINER_PORTAL_METRICS_WINDOW_SECONDS = int(os.environ.get("TRAINER_PORTAL_METRICS_WINDOW_SECONDS", "3600"))
+# Scrapes within this many seconds share one computation through the cache (0: compute every scrape).
+TRAINER_PORTAL_METRICS_CACHE_SECONDS = float(os.environ.get("TRAINER_PORTAL_METRICS_CACHE_SECONDS", "5"))
+# Cardinality caps: the most populous namespaces, runtimes and queues keep their name, the rest are "other".
+TRAINER_PORTAL_METRICS_MAX_NAMESPACES = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_NAMESPACES", "50"))
+TRAINER_PORTAL_METRICS_MAX_RUNTIMES = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_RUNTIMES", "30"))
+TRAINER_PORTAL_METRICS_MAX_QUEUES = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_QUEUES", "50"))
+# At most this many label sets of the time-to-admission histogram (17 series each); the rest fold into "other".
+TRAINER_PORTAL_METRICS_MAX_HISTOGRAMS = int(os.environ.get("TRAINER_PORTAL_METRICS_MAX_HISTOGRAMS", "200"))

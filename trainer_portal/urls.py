@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import metrics, views
 from .api_docs import RedocDocsView, SwaggerDocsView
 from .permissions import HasCapability
 from .roles import API_DOCS
@@ -32,6 +32,7 @@ PAGE = ["get", "head"]
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("favicon.ico", _FaviconRedirect.as_view(), name="favicon"),
     path("login/", views.ThrottledLoginView.as_view(), name="login"),
     path("logout/", PortalLogoutView.as_view(), name="logout"),

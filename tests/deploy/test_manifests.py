@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
 OVERLAYS = ("production", "trial")
 KUBERNETES_VERSION = "1.37.0"
 # Kinds whose schemas are not part of Kubernetes (checked for shape below instead).
-CUSTOM_KINDS = {"ServiceMonitor"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 POD_KINDS = {"Deployment", "StatefulSet", "Job", "DaemonSet"}
 
 
@@ -133,6 +133,18 @@ def test_the_shape_operators_rely_on(rendered):
         assert not by_kind(objects, "StatefulSet"), "production uses external PostgreSQL and Redis"
         monitor = named(objects, "ServiceMonitor", "trainer-portal")
         assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+        # The scrape sends the token the web pods read from the same Secret (they load it whole with envFrom).
+        assert monitor["spec"]["endpoints"][0]["bearerTokenSecret"] == {"name": "trainer-portal",
+                                                                        "key": "TRAINER_PORTAL_METRICS_TOKEN"}
+        web_env = named(objects, "Deployment", "trainer-portal-web")["spec"]["template"]["spec"]["containers"][0]
+        assert {"secretRef": {"name": "trainer-portal"}} in web_env["envFrom"]
+        watch = named(objects, "Deployment", "trainer-portal-cluster-watch")["spec"]["template"]["spec"]
+        container = watch["containers"][0]
+        port = {e["name"]: e.get("value") for e in container["env"]}["TRAINER_PORTAL_WATCH_METRICS_PORT"]
+        assert {"name": "metrics", "containerPort": int(port)} in container["ports"]
+        assert named(objects, "PodMonitor", "trainer-portal-cluster-watch")["spec"]["podMetricsEndpoints"][0][
+            "port"] == "metrics"
+        assert named(objects, "PrometheusRule", "trainer-portal")
 
 
 def test_no_password_or_secret_value_is_shipped(rendered):

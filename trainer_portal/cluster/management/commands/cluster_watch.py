@@ -12,6 +12,7 @@ saves the topology snapshot and exits (what the beat task does).
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
@@ -19,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from trainer_portal import liveness
+from trainer_portal import liveness, watch_metrics
 from trainer_portal.cluster import handlers, informers, leader, snapshots
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.kube.errors import KubeError
@@ -57,6 +58,17 @@ def clusters_to_serve(names: str | None) -> list[Cluster]:
     return [known[name] for name in wanted]
 
 
+def _env_port(name: str) -> int | None:
+    """Return the port number in environment variable ``name`` (None when unset or empty). Raises CommandError for
+    a value that is no port."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) > 65535:
+        raise CommandError(f"{name}={raw!r}: write a port number from 0 to 65535 (0: a free port)")
+    return int(raw)
+
+
 class Command(BaseCommand):
     help = "Watch every cluster (or a shard) once per resource kind and feed every registered handler."
 
@@ -75,9 +87,17 @@ class Command(BaseCommand):
                                  "(default %(default)s)")
         parser.add_argument("--no-leader-election", action="store_true",
                             help="do not take part in Lease leader election (handlers that need it never flush)")
+        parser.add_argument("--metrics-port", type=int,
+                            default=_env_port("TRAINER_PORTAL_WATCH_METRICS_PORT"),
+                            help="serve this process's Prometheus metrics on this port (0: a free port, printed; "
+                                 "default $TRAINER_PORTAL_WATCH_METRICS_PORT, else off)")
+        parser.add_argument("--metrics-address", default=os.environ.get("TRAINER_PORTAL_WATCH_METRICS_ADDRESS",
+                                                                        "0.0.0.0"),
+                            help="address the metrics port listens on (default %(default)s)")
 
     def handle(self, *args, once: bool, clusters: str, kubeconfig: list[str], save_interval: float,
-               watch_timeout: int, idle_timeout: float, no_leader_election: bool, **options):
+               watch_timeout: int, idle_timeout: float, no_leader_election: bool, metrics_port: int | None = None,
+               metrics_address: str = "0.0.0.0", **options):
         if once:
             try:
                 live = handlers.topology_refresh()
@@ -118,6 +138,13 @@ class Command(BaseCommand):
             hubs.append(hub)
         if not hubs:
             raise CommandError("no cluster to watch")
+        metrics_server = None
+        if metrics_port is not None:
+            try:
+                metrics_server, port = watch_metrics.serve(lambda: hubs, port=metrics_port, address=metrics_address)
+            except OSError as exc:
+                raise CommandError(f"--metrics-port {metrics_port}: cannot listen on {metrics_address}: {exc}")
+            self.stdout.write(f"metrics on http://{metrics_address}:{port}/metrics")
         self.stdout.flush()
         threads = [threading.Thread(target=hub.run, name=f"hub-{row.name}", daemon=True)
                    for hub, row in zip(hubs, [h.cluster for h in hubs], strict=True)]
@@ -133,5 +160,7 @@ class Command(BaseCommand):
         stop.set()
         for thread in threads:
             thread.join(30)
+        if metrics_server is not None:
+            metrics_server.shutdown()
         for hub in hubs:
             self.stdout.write(f"stopped: cluster {hub.cluster.name}: {hub.stats()}")
