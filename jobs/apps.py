@@ -19,6 +19,13 @@ class JobsConfig(AppConfig):
         setting_changed.connect(_creator_keys_changed, dispatch_uid="jobs-creator-keys")
         handlers.register_with_hub()
 
+        # Transitions are an outbox source for notifications (which never imports jobs).
+        from trainer_portal import outbox
+
+        from .selectors import JOBS_SOURCE
+
+        outbox.register_source(JOBS_SOURCE)
+
 
 def _creator_keys_changed(*, setting: str, value, **_) -> None:
     """Follow TRAINER_PORTAL_CREATOR_KEYS when a test overrides it."""

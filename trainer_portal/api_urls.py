@@ -13,6 +13,7 @@ urlpatterns = [
     path("clusters/<str:name>/", ClusterDetailApi.as_view(), name="api-cluster-detail"),
     path("", include("runtimes.api.urls")),
     path("", include("jobs.api.urls")),
+    path("notifications/", include("notifications.api_urls")),
     # After the apps: their fixed paths under cluster/ (cluster/adopt/) win over a cluster's name.
     path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
     path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),

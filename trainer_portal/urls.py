@@ -43,6 +43,7 @@ urlpatterns = [
     path("", include("runtimes.urls")),
     path("jobs/", include("jobs.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
+    path("notifications/", include("notifications.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(**_DOCS), name="api-schema"),
     # The doc pages are HTML templates only: OPTIONS (which would render DRF metadata into them) is not offered.
