@@ -403,14 +403,13 @@ JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30
 WATCHER_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_WATCHER_STALE_SECONDS", "300"))
 
 # --- Notifications (docs/operations.md "Notifications") ------------------------------------------------
-# Outgoing e-mail: Django's SMTP settings; the sender of notifications.
-EMAIL_HOST = os.environ.get("TRAINER_PORTAL_EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("TRAINER_PORTAL_EMAIL_PORT", "25"))
-EMAIL_HOST_USER = os.environ.get("TRAINER_PORTAL_EMAIL_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("TRAINER_PORTAL_EMAIL_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("TRAINER_PORTAL_EMAIL_TLS", False)
-EMAIL_TIMEOUT = float(os.environ.get("TRAINER_PORTAL_EMAIL_TIMEOUT", "10"))
-DEFAULT_FROM_EMAIL = os.environ.get("TRAINER_PORTAL_EMAIL_FROM", "trainer-portal@localhost")
+# Outgoing e-mail of notifications (SMTP; STARTTLS and login when set).
+NOTIFICATIONS_SMTP_HOST = os.environ.get("TRAINER_PORTAL_SMTP_HOST", "localhost")
+NOTIFICATIONS_SMTP_PORT = int(os.environ.get("TRAINER_PORTAL_SMTP_PORT", "25"))
+NOTIFICATIONS_SMTP_USER = os.environ.get("TRAINER_PORTAL_SMTP_USER", "")
+NOTIFICATIONS_SMTP_PASSWORD = os.environ.get("TRAINER_PORTAL_SMTP_PASSWORD", "")
+NOTIFICATIONS_SMTP_STARTTLS = env_bool("TRAINER_PORTAL_SMTP_STARTTLS", False)
+NOTIFICATIONS_EMAIL_FROM = os.environ.get("TRAINER_PORTAL_EMAIL_FROM", "trainer-portal@localhost")
 # Where links in notifications point (the portal's public URL, no trailing slash).
 NOTIFICATIONS_BASE_URL = os.environ.get("TRAINER_PORTAL_BASE_URL", "")
 # Attempts per delivery before it is given up (exponential backoff from the initial delay, capped).
