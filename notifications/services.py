@@ -21,7 +21,7 @@ from email.utils import parseaddr
 from django.conf import settings
 from django.core.validators import EmailValidator, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from trainer_portal import outbox, roles
@@ -172,6 +172,28 @@ def subscription_delete(*, user, subscription_id: int) -> None:
 # -- the outbox: sources → deliveries -------------------------------------------------------------------------------
 
 
+def _insert(rows: list[Delivery]) -> int:
+    """Insert ``rows``, skipping those whose (channel, event key) exists; return how many were new (bulk_create
+    with ignore_conflicts returns every row it was given, inserted or not)."""
+    keys = {row.event_key for row in rows}
+    # Rows already written (a rescan) are dropped here, before paying for their insert; the unique constraint
+    # still settles a race with a concurrent scan.
+    existing = set()
+    for chunk in _chunks(sorted(keys), 500):
+        existing.update(Delivery.objects.filter(event_key__in=chunk).values_list("channel_id", "event_key"))
+    rows = [row for row in rows if (row.channel_id, row.event_key) not in existing]
+    if not rows:
+        return 0
+    before = Delivery.objects.aggregate(m=Max("id"))["m"] or 0
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    return Delivery.objects.filter(id__gt=before, channel_id__in={row.channel_id for row in rows}).count()
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
 def outbox_cursors_ensure() -> None:
     """Create the cursor of every registered source that has none, at the source's head (history is not sent)."""
     known = set(SourceCursor.objects.values_list("source", flat=True))
@@ -213,6 +235,7 @@ class _Matcher:
     def __init__(self, subscriptions: list[Subscription]) -> None:
         self.subscriptions = subscriptions
         self._seen: dict[tuple, bool] = {}
+        self._index: dict[tuple[str, str], list[Subscription]] | None = None
 
     def visible(self, source: outbox.Source, subscription: Subscription, event: outbox.Event) -> bool:
         key = (source.name, subscription.owner_id, event.cluster_id, event.namespace)
@@ -224,19 +247,32 @@ class _Matcher:
                 self._seen[key] = False
         return self._seen[key]
 
+    def candidates(self, event: outbox.Event) -> list[Subscription]:
+        """Return the subscriptions that could match ``event`` (indexed by scope and value, not a full loop)."""
+        if self._index is None:
+            self._index = defaultdict(list)
+            for subscription in self.subscriptions:
+                self._index[(subscription.scope, subscription.value)].append(subscription)
+        if event.kind in outbox.PLATFORM_KINDS:
+            return self._index.get((Scope.PLATFORM, ""), [])
+        found = list(self._index.get((Scope.MINE, ""), []))
+        for scope, value in ((Scope.NAMESPACE, event.namespace), (Scope.RUNTIME, event.runtime),
+                             (Scope.QUEUE, event.queue)):
+            if value:
+                found.extend(self._index.get((scope, value), []))
+        return found
+
     def deliveries(self, source: outbox.Source, events, *, key_of=None, now: dt.datetime) -> list[Delivery]:
         rows = []
         for event in events:
-            for subscription in self.subscriptions:
-                if subscription.kinds and event.kind == outbox.WAITING and key_of is None:
-                    continue
+            payload = None
+            for subscription in self.candidates(event):
                 if not _in_scope(subscription, event) or not self.visible(source, subscription, event):
                     continue
                 key = key_of(subscription, event) if key_of else event.key
-                if key is None:
-                    continue
+                payload = payload or event.as_dict()
                 rows.append(Delivery(channel_id=subscription.channel_id, subscription=subscription, event_key=key,
-                                     kind=event.kind, subject=event.subject[:600], payload=event.as_dict(),
+                                     kind=event.kind, subject=event.subject[:600], payload=payload,
                                      next_attempt_at=now))
         return rows
 
@@ -256,7 +292,7 @@ def outbox_scan(*, limit: int = SCAN_LIMIT) -> int:
             continue
         rows = matcher.deliveries(source, events, now=now) if matcher.subscriptions else []
         with transaction.atomic():
-            written += len(Delivery.objects.bulk_create(rows, ignore_conflicts=True))
+            written += _insert(rows)
             # Compare-and-set: a concurrent scan that moved it first wrote the same rows (ignored above).
             SourceCursor.objects.filter(pk=cursor.pk, position=cursor.position).update(
                 position=max(event.sequence for event in events))
@@ -287,7 +323,7 @@ def _waiting_scan(matcher: _Matcher, now: dt.datetime) -> int:
                 continue
             events = source.waiting(now - dt.timedelta(minutes=minutes), SCAN_LIMIT)
             rows = sub_matcher.deliveries(source, events, key_of=key_of, now=now)
-            written += len(Delivery.objects.bulk_create(rows, ignore_conflicts=True))
+            written += _insert(rows)
     return written
 
 
