@@ -71,3 +71,20 @@ def test_the_page_shows_a_bad_channel_next_to_its_field(client, dora):
                          {"name": "x", "kind": "webhook", "target": "http://169.254.169.254/"})
     assert answer.status_code == 400
     assert b"link-local" in answer.content
+
+
+def test_a_watcher_whose_snapshot_grows_old_is_logged_stale_once_and_fresh_again(settings):
+    from django.utils import timezone
+
+    from trainer_portal.cluster.models import TopologySnapshot
+
+    cluster = Cluster.objects.get(is_default=True)
+    settings.WATCHER_STALE_SECONDS = 60
+    snapshot = TopologySnapshot.objects.create(cluster=cluster, taken_at=timezone.now() - timezone.timedelta(
+        minutes=5), format=1, blob=b"")
+    record_check(cluster, {"reachable": True})
+    record_check(cluster, {"reachable": True})
+    TopologySnapshot.objects.filter(pk=snapshot.pk).update(taken_at=timezone.now())
+    record_check(cluster, {"reachable": True})
+    kinds = list(ClusterEvent.objects.filter(cluster=cluster).values_list("kind", flat=True))
+    assert kinds == ["watcher_stale", "watcher_fresh"]
