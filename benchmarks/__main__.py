@@ -21,6 +21,7 @@ BENCHMARKS = [
     "jobs_pages",
     "live_pages",
     "metrics",
+    "notifications",
     "placement",
     "queues",
     "sandbox_api",

@@ -25,6 +25,13 @@ class JobsConfig(AppConfig):
 
         sources.register("jobs", live.watermark)
 
+        # Transitions are an outbox source for notifications (which never imports jobs).
+        from trainer_portal import outbox
+
+        from .selectors import JOBS_SOURCE
+
+        outbox.register_source(JOBS_SOURCE)
+
 
 def _creator_keys_changed(*, setting: str, value, **_) -> None:
     """Follow TRAINER_PORTAL_CREATOR_KEYS when a test overrides it."""

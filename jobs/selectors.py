@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
-from trainer_portal import jobfacts, roles
+from trainer_portal import jobfacts, outbox, roles
 from trainer_portal.cluster import access, snapshots
 from trainer_portal.cluster.models import Cluster
 
@@ -704,3 +704,61 @@ def trainjob_export_rows(*, user, sort: str | None = None, chunk_size: int = 200
     order = (f"-{field_name}", "-id") if descending else (field_name, "id")
     queryset = trainjob_queryset(user=user, **filters).order_by(*order)
     return queryset.values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)
+
+
+# -- the outbox source (trainer_portal.outbox): transitions as neutral events for notifications --------------------
+
+_EVENT_KINDS = {states.PREEMPTED: outbox.PREEMPTED, states.FAILED: outbox.FAILED, states.SUCCEEDED: outbox.SUCCEEDED}
+
+
+def _job_event(job: TrainJob, *, sequence: int, kind: str, at: dt.datetime, reason: str = "",
+               message: str = "") -> outbox.Event:
+    # A notification leaves the portal (mail, chat rooms), where nobody checks who reads it: its text names no
+    # other namespace's objects, whoever subscribed.
+    def own_namespace(namespace: str) -> bool:
+        return namespace == job.namespace
+
+    reason, message = redact(reason, own_namespace), redact(message, own_namespace)
+    return outbox.Event(
+        source="jobs", sequence=sequence, kind=kind, cluster_id=job.cluster_id, cluster=job.cluster.name, at=at,
+        subject=f"{job.namespace}/{job.name}", namespace=job.namespace,
+        job={"cluster": job.cluster.name, "namespace": job.namespace, "name": job.name, "uid": job.uid},
+        creator=job.creator, runtime=job.runtime_name, queue=job.queue_name, reason=reason, message=message[:2000],
+        path=f"/jobs/{job.namespace}/{job.name}/?cluster={job.cluster.name}",
+        extra={"state": job.state, "since": job.since.isoformat()},
+    )
+
+
+def transition_events_after(cursor: int, limit: int) -> list[outbox.Event]:
+    """Return up to ``limit`` notable transitions with id > ``cursor`` (ascending) as outbox events: entering
+    admitted/running from a state that was neither (``admitted``), preempted, failed, succeeded. The sequence is
+    the transition's id."""
+    admitted = sorted(states.ADMITTED_STATES)
+    notable = (Q(to_state__in=admitted) & ~Q(from_state__in=admitted)) | Q(to_state__in=sorted(_EVENT_KINDS))
+    rows = (TrainJobTransition.objects.filter(notable, id__gt=cursor).select_related("job", "job__cluster")
+            .defer(*(f"job__{name}" for name in LIST_DEFERRED)).order_by("id")[:limit])
+    return [_job_event(row.job, sequence=row.id, at=row.at, reason=row.reason, message=row.message,
+                       kind=_EVENT_KINDS.get(row.to_state, outbox.ADMITTED)) for row in rows]
+
+
+def transition_head() -> int:
+    """Return the highest transition id written so far (0 for none)."""
+    return TrainJobTransition.objects.aggregate(m=Max("id"))["m"] or 0
+
+
+def jobs_waiting_since(before: dt.datetime, limit: int) -> list[outbox.Event]:
+    """Return up to ``limit`` live jobs waiting for admission since before ``before`` (oldest first) as ``waiting``
+    events; the sequence is the job row's id."""
+    rows = (TrainJob.objects.filter(state__in=sorted(states.WAITING_STATES), gone_at__isnull=True, since__lt=before)
+            .select_related("cluster").defer(*LIST_DEFERRED).order_by("since", "id")[:limit])
+    return [_job_event(job, sequence=job.id, kind=outbox.WAITING, at=job.since, reason=job.reason,
+                       message=job.message) for job in rows]
+
+
+def job_event_visible(user, event: outbox.Event) -> bool:
+    """Return True when ``user`` may see the job ``event`` is about (grants and/or the cluster's RBAC)."""
+    return visible_namespaces(user).allows(event.namespace, event.cluster_id)
+
+
+JOBS_SOURCE = outbox.Source(name="jobs", kinds=outbox.JOB_KINDS, events_after=transition_events_after,
+                            head=transition_head, visible=job_event_visible, waiting=jobs_waiting_since)

@@ -15,6 +15,10 @@ class RuntimesConfig(AppConfig):
         from .views.sync import batch_id_in
 
         informers.register(handlers.RuntimeDriftHandler)
+        # Sync failures and drift are an outbox source for notifications (which never imports runtimes).
+        from trainer_portal import outbox
+
+        outbox.register_source(selectors.SYNC_SOURCE)
 
         register_page_panel(PagePanel("runtimes-actions", "actions", "runtimes/_cluster_actions.html",
                                       lambda request: {}))

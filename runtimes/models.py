@@ -325,3 +325,25 @@ class SyncBatch(models.Model):
 
     def __str__(self) -> str:
         return self.id.hex
+
+
+class SyncEvent(models.Model):
+    """One notable sync outcome of a policy on a cluster (append-only): an apply that failed, or a drift check
+    that found the cluster's object changed. Notifications read it as an outbox source; the id is the sequence."""
+
+    class Kind(models.TextChoices):
+        SYNC_FAILED = "sync_failed", "Sync failed"
+        DRIFT = "drift", "Drift"
+
+    policy_name = models.CharField(max_length=253)
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind)
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("id",)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.policy_name}@{self.cluster_id}"

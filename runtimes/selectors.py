@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Value, When
+from django.db.models import Case, Exists, Max, OuterRef, Q, QuerySet, Value, When
 
 from runtimes.choices import ACTIVE_SYNC_STATES, POLICY_ORDERINGS, ClusterState, SyncState
 from runtimes.domain import status
@@ -12,7 +12,8 @@ from runtimes.domain.diff import Change, structural_diff, unified_diff
 from runtimes.domain.labels import is_dns1123_subdomain
 from runtimes.domain.status import LIVE_STATES
 from runtimes.errors import PolicyNotFound, RevisionNotFound
-from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy, SyncEvent
+from trainer_portal import outbox, roles
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.health.selectors import queued_sync_warning
 
@@ -309,3 +310,29 @@ def manifest_in_cluster_form(manifest: dict) -> dict:
     from .domain.policy import convert_disruption_modes
 
     return convert_disruption_modes(manifest, cluster_selectors.scheduling_facts()["disruption_mode"])
+
+
+# -- the outbox source (trainer_portal.outbox): sync failures and drift for notifications --------------------------
+
+
+def sync_events_after(cursor: int, limit: int) -> list[outbox.Event]:
+    """Return up to ``limit`` sync events with id > ``cursor`` (ascending) as outbox events (sequence: the id)."""
+    rows = SyncEvent.objects.filter(id__gt=cursor).select_related("cluster").order_by("id")[:limit]
+    return [outbox.Event(source="sync", sequence=row.id, kind=row.kind, cluster_id=row.cluster_id,
+                         cluster=row.cluster.name, at=row.at, subject=row.policy_name, runtime=row.policy_name,
+                         message=row.message[:2000], path=f"/runtimes/{row.policy_name}/",
+                         extra={"revision": row.revision}) for row in rows]
+
+
+def sync_event_head() -> int:
+    """Return the highest sync event id written so far (0 for none)."""
+    return SyncEvent.objects.aggregate(m=Max("id"))["m"] or 0
+
+
+def sync_event_visible(user, event: outbox.Event) -> bool:
+    """Return True when ``user`` may read policies and their sync state."""
+    return roles.has_capability(user, roles.POLICIES_VIEW)
+
+
+SYNC_SOURCE = outbox.Source(name="sync", kinds=(outbox.SYNC_FAILED, outbox.DRIFT), events_after=sync_events_after,
+                            head=sync_event_head, visible=sync_event_visible)

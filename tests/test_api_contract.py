@@ -26,7 +26,8 @@ pytestmark = pytest.mark.django_db
 POLICY = "torch-gang"
 # Values for path parameters by template, so that every GET operation reads something that exists.
 PATH_VALUES = {"name": POLICY, "number": "1", "namespace": "team-a", "token_id": None, "batch_id": None,
-               "job_id": None, "whatif_id": None, "cluster_queue": "cq-team-a", "local_queue": "user-queue"}
+               "job_id": None, "whatif_id": None, "cluster_queue": "cq-team-a", "local_queue": "user-queue",
+               "channel_id": None, "subscription_id": None}
 
 
 def _operations(*, method: str | None = None, authenticated: bool | None = None) -> list:
@@ -198,6 +199,7 @@ def test_every_read_answers_only_declared_keys(as_alice, stored, method, path):
 @pytest.mark.parametrize(("method", "path"), _operations(authenticated=True))
 def test_every_authenticated_operation_refuses_anonymous_callers_as_declared(db, method, path):
     url = path.replace("{token_id}", "1").replace("{number}", "1").replace("{user_id}", "1").replace("{whatif_id}", "1")
+    url = url.replace("{channel_id}", "1").replace("{subscription_id}", "1")
     for key in ("name", "namespace", "batch_id", "job_id"):
         url = url.replace("{" + key + "}", "x")
     client = APIClient()

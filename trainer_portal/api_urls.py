@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("jobs.api.urls")),
     path("", include("forecast.api_urls")),
     path("", include("queues.api.urls")),
+    path("notifications/", include("notifications.api_urls")),
     # After the apps: their fixed paths under cluster/ (cluster/adopt/) win over a cluster's name.
     path("cluster/<str:name>/", ClusterNamedApi.as_view(), name="api-cluster-named"),
     path("cluster/<str:name>/check/", ClusterCheckApi.as_view(), name="api-cluster-check"),

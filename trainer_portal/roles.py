@@ -33,17 +33,21 @@ GRANTS_MANAGE = "grants.manage"  # namespace grants
 USERS_MANAGE = "users.manage"  # local users, their roles and groups
 TOKENS_OWN = "tokens.own"  # list, mint and revoke one's own API tokens
 API_DOCS = "api.docs"  # the OpenAPI schema and the API doc pages
+NOTIFICATIONS_OWN = "notifications.own"  # one's own channels, subscriptions to jobs one may see, delivery logs
+NOTIFICATIONS_PLATFORM = "notifications.platform"  # subscribe to sync failed, drift, watcher stale, unreachable
 
 CAPABILITIES = (POLICIES_VIEW, POLICIES_EDIT, POLICIES_SYNC, PREVIEW_RUN, CLUSTER_VIEW, CLUSTER_MANAGE, JOBS_VIEW,
-                JOBS_ALL_NAMESPACES, GRANTS_MANAGE, USERS_MANAGE, TOKENS_OWN, API_DOCS)
+                JOBS_ALL_NAMESPACES, GRANTS_MANAGE, USERS_MANAGE, TOKENS_OWN, API_DOCS, NOTIFICATIONS_OWN,
+                NOTIFICATIONS_PLATFORM)
 
-_READER = frozenset({POLICIES_VIEW, PREVIEW_RUN, CLUSTER_VIEW, JOBS_VIEW, JOBS_ALL_NAMESPACES, TOKENS_OWN, API_DOCS})
+_READER = frozenset({POLICIES_VIEW, PREVIEW_RUN, CLUSTER_VIEW, JOBS_VIEW, JOBS_ALL_NAMESPACES, TOKENS_OWN, API_DOCS,
+                     NOTIFICATIONS_OWN})
 
 # THE table. Change what a role may do here and nowhere else.
 ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
     PLATFORM_ADMIN: frozenset(CAPABILITIES),
     VIEWER: _READER,
-    DATA_SCIENTIST: frozenset({JOBS_VIEW, TOKENS_OWN, API_DOCS}),
+    DATA_SCIENTIST: frozenset({JOBS_VIEW, TOKENS_OWN, API_DOCS, NOTIFICATIONS_OWN}),
     NONE: frozenset(),
 }
 
@@ -61,6 +65,8 @@ DENIED = {
     USERS_MANAGE: "Only platform admins may manage users.",
     TOKENS_OWN: "API tokens need a portal role; ask a platform admin for one.",
     API_DOCS: "The API docs need a portal role; ask a platform admin for one.",
+    NOTIFICATIONS_OWN: "Notifications need a portal role; ask a platform admin for one.",
+    NOTIFICATIONS_PLATFORM: "Only platform admins may subscribe to sync, drift and cluster health events.",
 }
 
 

@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "jobs",
     "forecast",
     "queues",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -374,6 +375,10 @@ CELERY_BEAT_SCHEDULE = {
     # for a while) are dropped, so they never pile up in the queue.
     # Estimated starts: recomputed per cluster when its queue, running jobs or snapshot changed (forecast app).
     "forecast-refresh": {"task": "forecast.tasks.forecast_refresh_task", "schedule": 60.0, "options": {"expires": 120}},
+    # Notifications: read the outbox sources, derive "waiting longer than N minutes", send what is due.
+    "notifications-tick": {
+        "task": "notifications.tasks.notifications_tick_task", "schedule": 15.0, "options": {"expires": 60},
+    },
     "portal-beat-pulse": {
         "task": "trainer_portal.health.tasks.beat_pulse_task", "schedule": 10.0, "options": {"expires": 30},
     },
@@ -406,6 +411,33 @@ SCHEDULING_MAX_LEVEL3_REPLICAS = int(os.environ.get("TRAINER_PORTAL_MAX_LEVEL3_R
 
 # TrainJob tracking: finished and deleted TrainJobs are kept this many days, then pruned by the tracker.
 JOB_RETENTION_DAYS = int(os.environ.get("TRAINER_PORTAL_JOB_RETENTION_DAYS", "30"))
+# A cluster whose topology snapshot is older than this counts as having a stale watcher (a notification event).
+WATCHER_STALE_SECONDS = float(os.environ.get("TRAINER_PORTAL_WATCHER_STALE_SECONDS", "300"))
+
+# --- Notifications (docs/operations.md "Notifications") ------------------------------------------------
+# Outgoing e-mail of notifications (SMTP; STARTTLS and login when set).
+NOTIFICATIONS_SMTP_HOST = os.environ.get("TRAINER_PORTAL_SMTP_HOST", "localhost")
+NOTIFICATIONS_SMTP_PORT = int(os.environ.get("TRAINER_PORTAL_SMTP_PORT", "25"))
+NOTIFICATIONS_SMTP_USER = os.environ.get("TRAINER_PORTAL_SMTP_USER", "")
+NOTIFICATIONS_SMTP_PASSWORD = os.environ.get("TRAINER_PORTAL_SMTP_PASSWORD", "")
+NOTIFICATIONS_SMTP_STARTTLS = env_bool("TRAINER_PORTAL_SMTP_STARTTLS", False)
+NOTIFICATIONS_EMAIL_FROM = os.environ.get("TRAINER_PORTAL_EMAIL_FROM", "trainer-portal@localhost")
+# Where links in notifications point (the portal's public URL, no trailing slash).
+NOTIFICATIONS_BASE_URL = os.environ.get("TRAINER_PORTAL_BASE_URL", "")
+# Attempts per delivery before it is given up (exponential backoff from the initial delay, capped).
+NOTIFICATIONS_MAX_ATTEMPTS = int(os.environ.get("TRAINER_PORTAL_NOTIFY_MAX_ATTEMPTS", "8"))
+NOTIFICATIONS_RETRY_INITIAL_SECONDS = float(os.environ.get("TRAINER_PORTAL_NOTIFY_RETRY_INITIAL", "5"))
+NOTIFICATIONS_RETRY_MAX_SECONDS = float(os.environ.get("TRAINER_PORTAL_NOTIFY_RETRY_MAX", "900"))
+# More than DIGEST_THRESHOLD deliveries pending for one channel within DIGEST_WINDOW seconds go out as one digest.
+NOTIFICATIONS_DIGEST_THRESHOLD = int(os.environ.get("TRAINER_PORTAL_NOTIFY_DIGEST_THRESHOLD", "10"))
+NOTIFICATIONS_DIGEST_WINDOW_SECONDS = float(os.environ.get("TRAINER_PORTAL_NOTIFY_DIGEST_WINDOW", "300"))
+# Timeout of one webhook or chat call; webhooks to link-local/metadata addresses are refused unless allowed.
+NOTIFICATIONS_HTTP_TIMEOUT_SECONDS = float(os.environ.get("TRAINER_PORTAL_NOTIFY_HTTP_TIMEOUT", "10"))
+NOTIFICATIONS_ALLOW_LINK_LOCAL = env_bool("TRAINER_PORTAL_NOTIFY_ALLOW_LINK_LOCAL", False)
+# Chat services apprise may reach (URL schemes); anything else apprise knows (files, desktop, generic JSON) is refused.
+NOTIFICATIONS_APPRISE_SCHEMES = tuple(os.environ.get(
+    "TRAINER_PORTAL_NOTIFY_APPRISE_SCHEMES", "slack,msteams,workflow,workflows,mmost,mmosts,discord,rocket,rockets,"
+    "matrix,matrixs,zulip,tgram,gchat").split(","))
 
 # --- Forecasts (docs/forecasts.md) ------------------------------------------------------------------------
 FORECAST_HISTORY_DAYS = float(os.environ.get("TRAINER_PORTAL_FORECAST_HISTORY_DAYS", "30"))

@@ -47,6 +47,7 @@ urlpatterns = [
     path("queues/", include("queues.urls")),
     path("cluster/", include("trainer_portal.cluster.urls")),
     path("live/", include("trainer_portal.live.urls")),
+    path("notifications/", include("notifications.urls")),
     path("api/v1/", include("trainer_portal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(**_DOCS), name="api-schema"),
     # The doc pages are HTML templates only: OPTIONS (which would render DRF metadata into them) is not offered.

@@ -54,7 +54,7 @@ from runtimes.errors import (
     SyncRefused,
     UnknownPolicies,
 )
-from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy, SyncBatch
+from runtimes.models import PolicyRevision, PolicySync, RuntimePolicy, SyncBatch, SyncEvent
 from runtimes.services.clusters import (
     action_gateway_for_cluster,
     cluster_by_id,
@@ -470,7 +470,15 @@ def _record_failure(key: _Key, revision: int, message: str, fields: list[dict]) 
     updated = rows.update(
         sync_state=SyncState.FAILED, last_sync_error=message[:MAX_ERROR_LENGTH], sync_error_fields=fields
     )
+    if updated == 1:  # the outbox of notifications: one event per failed apply
+        SyncEvent.objects.create(policy_name=_policy_name(key.policy_id), cluster_id=key.cluster_id,
+                                 kind=SyncEvent.Kind.SYNC_FAILED, revision=revision,
+                                 message=message[:MAX_ERROR_LENGTH])
     return updated == 1
+
+
+def _policy_name(policy_id: int) -> str:
+    return RuntimePolicy.objects.filter(pk=policy_id).values_list("name", flat=True).first() or str(policy_id)
 
 
 def _record_transient(key: _Key, revision: int, exc: kube.KubeError) -> None:
@@ -679,7 +687,14 @@ def _record_drift(row: PolicySync, result: DriftResult, live: dict | None) -> No
     rows = PolicySync.objects.filter(pk=row.pk, sync_state__in=LIVE_STATES, applied_revision=row.applied_revision)
     if result.drifted:
         state = ClusterState.MISSING if result.missing else ClusterState.DRIFTED
-        rows.update(sync_state=SyncState.DRIFTED, drift_diff=result.diff, cluster_state=state)
+        newly = rows.exclude(sync_state=SyncState.DRIFTED).update(sync_state=SyncState.DRIFTED,
+                                                                  drift_diff=result.diff, cluster_state=state)
+        if newly:  # the outbox of notifications: one event when a policy starts drifting, not per check
+            SyncEvent.objects.create(policy_name=_policy_name(row.policy_id), cluster_id=row.cluster_id,
+                                     kind=SyncEvent.Kind.DRIFT, revision=row.applied_revision,
+                                     message=result.diff[:MAX_ERROR_LENGTH])
+        else:
+            rows.update(sync_state=SyncState.DRIFTED, drift_diff=result.diff, cluster_state=state)
     else:
         # Remember the live version we have checked, so the next check takes the fast path.
         rv = str(((live or {}).get("metadata") or {}).get("resourceVersion") or row.applied_resource_version)

@@ -49,6 +49,10 @@ def test_a_change_by_another_manager_is_drift_naming_that_manager(cluster, ctr, 
     row = RuntimePolicy.objects.get(pk=policy.pk)
     assert row.sync_state == SyncState.DRIFTED
     assert "numNodes: 7" in row.drift_diff
+    sync.policy_drift_check(policy_id=policy.pk)  # still drifted: the outbox has one drift event, not one per check
+    from runtimes.models import SyncEvent
+
+    assert list(SyncEvent.objects.values_list("policy_name", "kind")) == [("edited", "drift")]
 
 
 def test_a_field_added_by_another_manager_is_drift(cluster, gateway, ctr, other, make_policy):

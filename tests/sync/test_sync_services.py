@@ -86,6 +86,9 @@ def test_server_validation_errors_are_recorded_field_by_field(cluster, gateway, 
     assert "must be of type integer" in row.last_sync_error
     assert [field["path"] for field in row.sync_error_fields] == ["spec.mlPolicy.numNodes"]
     assert gateway.get(ctr, name="broken") is None  # the dry run stopped it
+    from runtimes.models import SyncEvent
+
+    assert list(SyncEvent.objects.values_list("policy_name", "kind", "revision")) == [("broken", "sync_failed", 1)]
 
 
 def test_a_transient_error_is_raised_for_retry_and_leaves_the_state_syncing(cluster, make_policy):

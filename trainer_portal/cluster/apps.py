@@ -15,6 +15,12 @@ class ClusterConfig(AppConfig):
         from . import connections, handlers, informers
 
         informers.register(handlers.TopologySnapshotHandler)
+        # Health changes are an outbox source for notifications.
+        from trainer_portal import outbox
+
+        from .selectors import CLUSTER_SOURCE
+
+        outbox.register_source(CLUSTER_SOURCE)
         # get_gateway() means the default cluster: its row says how to reach it.
         set_default_connection_resolver(connections.default_connection)
         post_migrate.connect(_ensure_default_cluster, sender=self, dispatch_uid="cluster.ensure_default")

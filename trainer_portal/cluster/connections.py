@@ -187,3 +187,8 @@ def kube_settings_for(cluster=None) -> KubeSettings:
         return dataclasses.replace(base, config_path="", context=cluster.kubeconfig_context,
                                    source=f"kubeconfig in Secret {cluster.secret_ref}")
     return base
+
+
+# Other secrets the portal stores (notification webhook secrets, chat URLs) use the same keys and rotation.
+encrypt_secret = encrypt_kubeconfig
+decrypt_secret = decrypt_kubeconfig

@@ -128,3 +128,27 @@ def resolve_cluster(cluster: Cluster | str | None) -> Cluster:
     if isinstance(cluster, Cluster):
         return cluster
     return Cluster.objects.get(**cluster_filter(cluster))
+
+
+class ClusterEvent(models.Model):
+    """One change in a cluster's health as the background check saw it (append-only): it became unreachable or
+    reachable again, its watcher went stale or fresh again. Notifications read it as an outbox source (the id is
+    the sequence); the latest event of a pair is the state the next check compares with."""
+
+    class Kind(models.TextChoices):
+        UNREACHABLE = "cluster_unreachable", "Cluster unreachable"
+        REACHABLE = "cluster_reachable", "Cluster reachable again"
+        WATCHER_STALE = "watcher_stale", "Watcher stale"
+        WATCHER_FRESH = "watcher_fresh", "Watcher fresh again"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=24, choices=Kind)
+    message = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("id",)
+        indexes = [models.Index(fields=["cluster", "kind", "id"], name="cluster_event_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.cluster_id}"

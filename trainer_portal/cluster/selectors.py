@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Max
 from django.http import HttpRequest
 
+from trainer_portal import outbox, roles
 from trainer_portal.errors import PortalError, field
 from trainer_portal.placement.tracker import LiveSnapshot
 
 from . import snapshots, status
-from .models import Cluster
+from .models import Cluster, ClusterEvent
 
 LABEL_KEYS_SHOWN = 40
 PANEL_SLOTS = ("actions", "aside")
@@ -109,3 +111,33 @@ def page_panels(request: HttpRequest) -> dict[str, list[dict[str, Any]]]:
     for panel in _PANELS.values():
         result[panel.slot].append({"name": panel.name, "template": panel.template, "context": panel.context(request)})
     return result
+
+
+# -- the outbox source (trainer_portal.outbox): cluster unreachable and watcher stale for notifications -----------
+
+_NOTIFIED_KINDS = (ClusterEvent.Kind.UNREACHABLE, ClusterEvent.Kind.WATCHER_STALE)
+
+
+def cluster_events_after(cursor: int, limit: int) -> list[outbox.Event]:
+    """Return up to ``limit`` "unreachable" and "watcher stale" events with id > ``cursor`` (ascending) as outbox
+    events (sequence: the id)."""
+    rows = (ClusterEvent.objects.filter(id__gt=cursor, kind__in=_NOTIFIED_KINDS).select_related("cluster")
+            .order_by("id")[:limit])
+    return [outbox.Event(source="cluster", sequence=row.id, kind=row.kind, cluster_id=row.cluster_id,
+                         cluster=row.cluster.name, at=row.at, subject=row.cluster.name, message=row.message[:2000],
+                         path=f"/cluster/?cluster={row.cluster.name}") for row in rows]
+
+
+def cluster_event_head() -> int:
+    """Return the highest cluster event id written so far (0 for none)."""
+    return ClusterEvent.objects.aggregate(m=Max("id"))["m"] or 0
+
+
+def cluster_event_visible(user, event: outbox.Event) -> bool:
+    """Return True when ``user`` may see the cluster pages."""
+    return roles.has_capability(user, roles.CLUSTER_VIEW)
+
+
+CLUSTER_SOURCE = outbox.Source(name="cluster", kinds=(outbox.CLUSTER_UNREACHABLE, outbox.WATCHER_STALE),
+                               events_after=cluster_events_after, head=cluster_event_head,
+                               visible=cluster_event_visible)

@@ -22,7 +22,7 @@ from trainer_portal.kube.resources import NAMESPACE_PERMISSIONS, PROBE_PERMISSIO
 from . import connections
 from .domain.crd_schema import scheduling_schema
 from .gates import probe_dra_claims_gate
-from .models import Cluster, ClusterHealth, cluster_filter, resolve_cluster
+from .models import Cluster, ClusterEvent, ClusterHealth, TopologySnapshot, cluster_filter, resolve_cluster
 
 # How often the worker checks every cluster (the beat entry "cluster-health-check"); a check older than
 # STALE_AFTER_CHECKS intervals is shown as stale.
@@ -239,7 +239,42 @@ def record_check(cluster: Cluster, status: dict[str, Any]) -> ClusterHealth:
     if status.get("reachable"):
         defaults["facts"] = {**facts_of(status), "checked_at": status.get("checked_at")}
     health, _ = ClusterHealth.objects.update_or_create(cluster=cluster, defaults=defaults)
+    _record_changes(cluster, status)
     return health
+
+
+def _latest_kind(cluster: Cluster, kinds: tuple[str, str]) -> str | None:
+    return (ClusterEvent.objects.filter(cluster=cluster, kind__in=kinds).order_by("-id")
+            .values_list("kind", flat=True).first())
+
+
+def watcher_stale_seconds() -> float:
+    """Return how old a cluster's topology snapshot may get before its watcher counts as stale
+    (``TRAINER_PORTAL_WATCHER_STALE_SECONDS``, default 300)."""
+    return float(getattr(django_settings, "WATCHER_STALE_SECONDS", 300))
+
+
+def _record_changes(cluster: Cluster, status: dict[str, Any]) -> None:
+    """Append a ClusterEvent when reachability or the watcher's freshness changed since the last event of its pair
+    (the outbox of notifications). A cluster seen reachable first, or a watcher never started, records nothing."""
+    pair = (ClusterEvent.Kind.UNREACHABLE, ClusterEvent.Kind.REACHABLE)
+    last = _latest_kind(cluster, pair)
+    if not status.get("reachable") and last != ClusterEvent.Kind.UNREACHABLE:
+        ClusterEvent.objects.create(cluster=cluster, kind=ClusterEvent.Kind.UNREACHABLE,
+                                    message=str(status.get("error") or "")[:2000])
+    elif status.get("reachable") and last == ClusterEvent.Kind.UNREACHABLE:
+        ClusterEvent.objects.create(cluster=cluster, kind=ClusterEvent.Kind.REACHABLE)
+    taken_at = TopologySnapshot.objects.filter(cluster=cluster).values_list("taken_at", flat=True).first()
+    if taken_at is None:
+        return
+    age = (timezone.now() - taken_at).total_seconds()
+    pair = (ClusterEvent.Kind.WATCHER_STALE, ClusterEvent.Kind.WATCHER_FRESH)
+    last = _latest_kind(cluster, pair)
+    if age > watcher_stale_seconds() and last != ClusterEvent.Kind.WATCHER_STALE:
+        ClusterEvent.objects.create(cluster=cluster, kind=ClusterEvent.Kind.WATCHER_STALE,
+                                    message=f"The watcher last wrote the topology {int(age)} s ago.")
+    elif age <= watcher_stale_seconds() and last == ClusterEvent.Kind.WATCHER_STALE:
+        ClusterEvent.objects.create(cluster=cluster, kind=ClusterEvent.Kind.WATCHER_FRESH)
 
 
 def request_check(cluster: Cluster) -> ClusterHealth:
