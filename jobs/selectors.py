@@ -171,6 +171,10 @@ def redact_for_user(visibility: Visibility, jobs: Iterable[TrainJob], *, timelin
         job.pod_groups = [{**group, "message": redact(str(group.get("message") or ""), allowed, known)}
                           if isinstance(group, dict) and group.get("message") else group
                           for group in job.pod_groups or ()]
+        if isinstance(job.kueue, dict) and job.kueue.get("conditions"):
+            job.kueue = {**job.kueue, "conditions": [
+                {**condition, "message": redact(str(condition.get("message") or ""), allowed, known)}
+                if isinstance(condition, dict) else condition for condition in job.kueue["conditions"]]}
         if events:
             job.events = [{**event, "message": redact(str(event.get("message") or ""), allowed, known)}
                           if isinstance(event, dict) and event.get("message") else event

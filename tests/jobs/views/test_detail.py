@@ -317,3 +317,23 @@ def test_a_job_sized_by_its_runtime_is_explained_with_the_gpus_its_pods_ask_for(
     assert "Needs 3 nodes × 8 GPUs in one zone; the best zone, " in card
     assert re.search(r"<strong>zone zone-[ab]</strong> fits 2 of 3 pods", card)
     assert "What would make it fit" in card and 'href="/jobs/team-b/holder/"' in card
+
+
+def test_the_tree_shows_the_kueue_workload_and_its_conditions_without_other_namespaces_names(client, bob, dana):
+    live_tracker()
+    tracked_job("team-b", "rival", state="running")
+    tracked_job("team-a", "queued-one", state="queued", kueue={"name": "trainjob-queued-one-3f2a1", "conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+         "message": "couldn't assign flavors to pod set node: insufficient quota, preempting TrainJob team-b/rival"},
+        {"type": "Admitted", "status": "False", "reason": "NoReservation", "message": ""},
+        {"type": "Requeued", "status": "True", "reason": "Pending", "message": ""},
+    ]})
+    client.force_login(bob)
+    html = client.get("/jobs/team-a/queued-one/").content.decode()
+    assert "Kueue Workload" in html and "trainjob-queued-one-3f2a1" in html
+    assert "QuotaReserved=False" in html and "Admitted=False" in html and "Requeued" not in html
+    assert "team-b/rival" in html  # a viewer sees every namespace
+
+    client.force_login(dana)
+    html = client.get("/jobs/team-a/queued-one/").content.decode()
+    assert "QuotaReserved=False" in html and "team-b/rival" not in html and "a job in another namespace" in html
