@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import multiprocessing
+import os
 import random
 import sys
 import tempfile
@@ -48,6 +50,44 @@ def _rss_mib() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def _busy(count: int) -> list:
+    """Start ``count`` busy-loop processes (daemons: they end with the benchmark); return them."""
+    processes = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(count)]
+    for process in processes:
+        process.start()
+    return processes
+
+
+def _setup_in_place(tmp: Path) -> str:
+    """Point Django at DATABASE_URL itself (migrated, tracking rows cleared); return it."""
+    os.environ["TRAINER_PORTAL_VAR_DIR"] = str(tmp / "var")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainer_portal.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    _clear_tracking_rows()
+    return os.environ.get("DATABASE_URL", "")
+
+
+def _clear_tracking_rows() -> None:
+    from django.contrib.auth.models import User
+
+    from jobs.models import TrackerStatus, TrainJob, TrainJobTransition
+
+    TrainJobTransition.objects.all().delete()
+    TrainJob.objects.all().delete()
+    TrackerStatus.objects.all().delete()
+    User.objects.filter(username="bench-viewer").delete()
 
 
 def _objects(jobs: int, rng: random.Random) -> dict[str, list[dict]]:
@@ -294,14 +334,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure the retained memory with tracemalloc (a second, slower sync)")
     parser.add_argument("--only", choices=("sync-events", "all"), default="all",
                         help="sync-events: only the tracking scenarios (sync, events, no-op)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="start this many busy-loop processes for the run (a busy machine; default none: a shared "
+                             "machine is busy enough, the load average is printed with the numbers)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="use the PostgreSQL database DATABASE_URL names as it is (migrated, its tracking rows "
+                             "cleared before and after) instead of creating a throwaway one")
     args, _ = parser.parse_known_args(argv)
     jobs, seconds, noop, nodes, rounds = (1_000, 2.0, 1_000, 5_000, 20) if args.quick else \
         (30_000, 10.0, 10_000, 50_000, 50)
     jobs = args.jobs or jobs
     ok = True
+    busy: list = []
     tmp_dir = tempfile.TemporaryDirectory(prefix="tp-bench-tracking-")
-    url = _setup_django(Path(tmp_dir.name))
+    url = _setup_in_place(Path(tmp_dir.name)) if args.in_place else _setup_django(Path(tmp_dir.name))
     try:
+        print(f"machine   {os.cpu_count()} CPUs, load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())} "
+              f"(1/5/15 min) before the run; {args.busy} busy-loop processes added", flush=True)
+        busy = _busy(args.busy)
         retained = bench_retained(jobs) if args.memory else None
         sync, handler, objects = bench_sync(jobs)
         print(f"sync      {sync['trainjobs']:,} TrainJobs + {sync['workloads']:,} Workloads + {sync['podgroups']:,} "
@@ -343,8 +393,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{why['baseline_p50_ms']:.1f} ms → ratio {why['p50_ms'] / max(why['baseline_p50_ms'], 1e-9):.1f}×")
             print(f"          “{why['message']}”; {why['holders']} holders named")
             ok &= why["p95_ms"] <= TARGET_WHY_P95_MS
+        print(f"machine   load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())} after the run")
     finally:
-        _drop_database(url)
+        for process in busy:
+            process.terminate()
+        if args.in_place:
+            _clear_tracking_rows()
+        else:
+            _drop_database(url)
         tmp_dir.cleanup()
     return 0 if ok else 1
 

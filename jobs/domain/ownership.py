@@ -73,27 +73,40 @@ class PodRecord:
                  "scheduled", "uid", "version", "workload_ref")
 
     def __init__(self, obj: dict) -> None:
-        pod_spec = sig.spec(obj)
-        labels = sig.labels_of(obj)
-        self.name = sig.name_of(obj)
-        self.namespace = sys.intern(sig.namespace_of(obj))
-        self.uid = sig.uid_of(obj)
-        self.version = sig.resource_version_of(obj)
-        self.node = sys.intern(sig.pod_node(obj))
-        self.phase = sys.intern(sig.pod_phase(obj))
-        self.group = sys.intern(sig.as_str(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
+        # Reads each part of the pod once (this runs for every pod of every list and event); the same tolerant
+        # reads as ``signals`` (a field of the wrong type counts as missing).
+        meta, pod_spec, pod_status = sig.metadata(obj), sig.spec(obj), sig.status(obj)
+        text = sig.as_str
+        labels = sig.as_dict(meta.get("labels"))
+        self.name = text(meta.get("name"))
+        self.namespace = sys.intern(text(meta.get("namespace")))
+        self.uid = text(meta.get("uid"))
+        version = meta.get("resourceVersion")
+        self.version = str(version) if isinstance(version, str | int) and not isinstance(version, bool) else ""
+        self.node = sys.intern(text(pod_spec.get("nodeName")))
+        self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
+        self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
         self.workload_ref = sig.as_dict(pod_spec.get("workloadRef")) or None
-        self.rjob = sys.intern(labels.get(sig.REPLICATED_JOB_LABEL, ""))
-        self.job_index = sys.intern(labels.get(sig.JOB_INDEX_LABEL, ""))
-        self.jobset = sys.intern(labels.get(sig.JOBSET_NAME_LABEL, ""))
-        self.owners = _shared_owners(tuple((ref.api_version, ref.kind, ref.name, ref.uid, ref.controller)
-                                           for ref in sig.owner_refs(obj)))
+        self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
+        self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
+        self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
+        owners = []
+        for raw in sig.as_list(meta.get("ownerReferences")):
+            entry = sig.as_dict(raw)
+            uid = text(entry.get("uid"))
+            if uid:
+                owners.append((text(entry.get("apiVersion")), text(entry.get("kind")), text(entry.get("name")), uid,
+                               entry.get("controller") is True))
+        self.owners = _shared_owners(tuple(owners))
         # Shared like the owners: every pod of a job asks for the same resources.
         self.requests = _shared_owners(tuple(sorted(sig.pod_requests(obj).items())))
-        scheduled = next((sig.as_dict(c) for c in sig.as_list(sig.status(obj).get("conditions"))
-                          if sig.as_dict(c).get("type") == "PodScheduled"), None)
-        self.scheduled = (sig.as_str(scheduled.get("status")), sig.as_str(scheduled.get("reason")),
-                          sig.as_str(scheduled.get("message"))[:500]) if scheduled else None
+        scheduled = None
+        for condition in sig.as_list(pod_status.get("conditions")):
+            if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+                scheduled = condition
+                break
+        self.scheduled = (text(scheduled.get("status")), text(scheduled.get("reason")),
+                          text(scheduled.get("message"))[:500]) if scheduled else None
 
     def as_object(self) -> dict:
         """Return the pod as a (minimal) Kubernetes object dict."""
@@ -258,12 +271,14 @@ class OwnershipIndex:
         self._remove(kind, uid)
         return affected
 
-    def replace(self, kind: str, items: list[dict]) -> set[str]:
+    def replace(self, kind: str, items: list[dict], *, affected: bool = True) -> set[str]:
         """Replace every object of ``kind`` by ``items`` (a relist); return the affected TrainJob UIDs.
 
-        Objects whose resourceVersion did not change are left alone and affect nothing.
+        Objects whose resourceVersion did not change are left alone and affect nothing. With ``affected=False``
+        (the caller recomputes every job anyway) the affected jobs are not resolved and the empty set is returned:
+        resolving them is most of a first list's cost.
         """
-        affected: set[str] = set()
+        result: set[str] = set()
         seen: set[str] = set()
         current = self.objects[kind]
         for obj in items:
@@ -276,11 +291,18 @@ class OwnershipIndex:
             if old is not None and version and version == (old.version if isinstance(old, PodRecord) else
                                                            sig.resource_version_of(old)):
                 continue
-            affected |= self.upsert(kind, obj)
+            if affected:
+                result |= self.upsert(kind, obj)
+            else:
+                stored = slim(kind, obj)
+                if old is not None:
+                    self._remove(kind, uid)
+                self._add(kind, uid, stored)
         for uid in [u for u in current if u not in seen]:
-            affected |= self.owners(kind, uid)
+            if affected:
+                result |= self.owners(kind, uid)
             self._remove(kind, uid)
-        return affected
+        return result
 
     # -- resolution ---------------------------------------------------------------------------------------------
 
