@@ -42,7 +42,9 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     slim = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
                                        "deletionTimestamp", "ownerReferences") if key in meta}
     all_labels = sig.labels_of(obj)
-    slim["labels"] = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
+    kept = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
+    if kept:  # an empty dict costs 64 bytes per object; ``signals.labels_of`` reads a missing one as empty
+        slim["labels"] = kept
     if annotations:
         keys = set(sig.creator_keys())
         wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in keys}
@@ -212,19 +214,72 @@ class JobTree:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
+_SMALL = 8
+
+
+class _Links(dict):
+    """A reverse table: key → the uids filed under it, stored as compactly as they come (most keys file one uid:
+    a bare str costs nothing beyond the uid itself, a tuple 8 bytes a member, a set at least 216 bytes). A key with
+    more than ``_SMALL`` uids gets a set, so adding stays O(1) for a 10,000-pod PodGroup."""
+
+    __slots__ = ()
+
+    def add(self, key: object, uid: str) -> None:
+        """File ``uid`` under ``key``."""
+        current = self.get(key)
+        if current is None:
+            self[key] = uid
+        elif isinstance(current, str):
+            if current != uid:
+                self[key] = (current, uid)
+        elif isinstance(current, tuple):
+            if uid not in current:
+                self[key] = (*current, uid) if len(current) < _SMALL else {*current, uid}
+        else:
+            current.add(uid)
+
+    def discard(self, key: object, uid: str) -> None:
+        """Remove ``uid`` from ``key`` (the key goes when nothing is left under it)."""
+        current = self.get(key)
+        if current is None:
+            return
+        if isinstance(current, str):
+            if current == uid:
+                del self[key]
+            return
+        if isinstance(current, set):
+            current.discard(uid)
+            left = current
+        else:
+            left = tuple(member for member in current if member != uid)
+        if not left:
+            del self[key]
+        elif len(left) == 1:
+            self[key] = next(iter(left))
+        elif isinstance(left, tuple):
+            self[key] = left
+
+    def members(self, key: object) -> tuple[str, ...] | set[str]:
+        """Return the uids filed under ``key`` (an empty tuple when none); never mutate the result."""
+        current = self.get(key)
+        if current is None:
+            return ()
+        return (current,) if isinstance(current, str) else current
+
+
 class OwnershipIndex:
     """Objects by kind and UID, with the reverse links needed to find a TrainJob's tree and the TrainJobs an object
     change affects. ``upsert``/``delete``/``replace`` return the UIDs of the TrainJobs whose state may have changed."""
 
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, dict]] = {kind: {} for kind in KINDS}
-        self._named: dict[str, dict[tuple[str, str], set[str]]] = {kind: defaultdict(set) for kind in _NAMED_KINDS}
-        self._owned: dict[str, set[str]] = defaultdict(set)  # owner uid → uids of the objects it owns
-        self._workloads_by_controller: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pod_groups_by_workload: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pods_by_pod_group: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pods_by_jobset: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._kueue_by_job: dict[str, set[str]] = defaultdict(set)
+        self._named: dict[str, _Links] = {kind: _Links() for kind in _NAMED_KINDS}
+        self._owned = _Links()  # owner uid → uids of the objects it owns
+        self._workloads_by_controller = _Links()  # (namespace, TrainJob name) → Workload uids
+        self._pod_groups_by_workload = _Links()  # (namespace, Workload name) → PodGroup uids
+        self._pods_by_pod_group = _Links()  # (namespace, PodGroup name) → pod uids
+        self._pods_by_jobset = _Links()  # (namespace, JobSet name) → pod uids
+        self._kueue_by_job = _Links()  # TrainJob uid → Kueue Workload uids
         self._events_by_object: dict[str, dict[str, dict]] = defaultdict(dict)
         self._kind_of_uid: dict[str, str] = {}
         # TrainJob owner UIDs per object, parsed once when the object arrives (read on every recompute).
@@ -352,10 +407,10 @@ class OwnershipIndex:
             return None
         namespace, name = sig.namespace_of(trainjob), sig.name_of(trainjob)
         tree = JobTree(trainjob)
-        owned = self._typed(self._owned.get(job_uid, ()))
+        owned = self._typed(self._owned.members(job_uid))
 
         workload_uids = {uid for kind, uid in owned if kind == WORKLOAD} | \
-            self._workloads_by_controller.get((namespace, name), set())
+            set(self._workloads_by_controller.members((namespace, name)))
         for uid in sorted(workload_uids):
             workload = self.objects[WORKLOAD].get(uid)
             if workload is None:
@@ -369,8 +424,8 @@ class OwnershipIndex:
         group_uids = {uid for kind, uid in owned if kind == PODGROUP}
         for workload in tree.workloads:
             workload_uid = sig.uid_of(workload)
-            group_uids |= {uid for kind, uid in self._typed(self._owned.get(workload_uid, ())) if kind == PODGROUP}
-            group_uids |= self._pod_groups_by_workload.get((namespace, sig.name_of(workload)), set())
+            group_uids |= {uid for kind, uid in self._typed(self._owned.members(workload_uid)) if kind == PODGROUP}
+            group_uids.update(self._pod_groups_by_workload.members((namespace, sig.name_of(workload))))
         for uid in sorted(group_uids):
             group = self.objects[PODGROUP].get(uid)
             if group is None:
@@ -386,10 +441,10 @@ class OwnershipIndex:
                         and uid in self.objects[JOBSET]]
         pod_uids = {uid for kind, uid in owned if kind == POD}
         for group in tree.pod_groups:
-            pod_uids |= self._pods_by_pod_group.get((namespace, sig.name_of(group)), set())
+            pod_uids.update(self._pods_by_pod_group.members((namespace, sig.name_of(group))))
         for jobset in tree.jobsets:
-            pod_uids |= {uid for kind, uid in self._typed(self._owned.get(sig.uid_of(jobset), ())) if kind == POD}
-            pod_uids |= self._pods_by_jobset.get((namespace, sig.name_of(jobset)), set())
+            pod_uids |= {uid for kind, uid in self._typed(self._owned.members(sig.uid_of(jobset))) if kind == POD}
+            pod_uids.update(self._pods_by_jobset.members((namespace, sig.name_of(jobset))))
         group_names = {sig.name_of(g) for g in tree.pod_groups}
         missing: set[str] = set()
         records = []
@@ -408,7 +463,7 @@ class OwnershipIndex:
         tree.pods = [record.as_object() for record in records]
         tree.missing_pod_groups = sorted(missing)
 
-        kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | self._kueue_by_job.get(job_uid, set())
+        kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | set(self._kueue_by_job.members(job_uid))
         tree.kueue_workloads = [self.objects[KUEUE_WORKLOAD][u] for u in sorted(kueue_uids)
                                 if u in self.objects[KUEUE_WORKLOAD]]
 
@@ -475,17 +530,17 @@ class OwnershipIndex:
         uids = self._named[kind].get((namespace, name))
         if not uids:
             return None
-        if len(uids) == 1:
-            return next(iter(uids))
+        if isinstance(uids, str):
+            return uids
         objects = self.objects[kind]
         return max(uids, key=lambda u: (not sig.metadata(objects[u]).get("deletionTimestamp"),
                                         sig.as_str(sig.metadata(objects[u]).get("creationTimestamp")), u))
 
-    def _link_keys(self, kind: str, obj: dict | PodRecord) -> list[tuple[dict, object]]:
+    def _link_keys(self, kind: str, obj: dict | PodRecord) -> list[tuple[_Links, object]]:
         """Return the (reverse table, key) pairs object ``obj`` of ``kind`` is filed under (recomputed on removal,
         so no per-object bookkeeping is kept)."""
         if isinstance(obj, PodRecord):
-            keys: list[tuple[dict, object]] = [(self._owned, owner[3]) for owner in obj.owners]
+            keys: list[tuple[_Links, object]] = [(self._owned, owner[3]) for owner in obj.owners]
             group = obj.group or sig.as_str((obj.workload_ref or {}).get("podGroup"))
             if group:
                 keys.append((self._pods_by_pod_group, (obj.namespace, group)))
@@ -493,7 +548,7 @@ class OwnershipIndex:
                 keys.append((self._pods_by_jobset, (obj.namespace, obj.jobset)))
             return keys
         namespace, name = sig.namespace_of(obj), sig.name_of(obj)
-        keys: list[tuple[dict, object]] = []
+        keys: list[tuple[_Links, object]] = []
         if kind in self._named and name:
             keys.append((self._named[kind], (namespace, name)))
         keys += [(self._owned, ref.uid) for ref in sig.owner_refs(obj)]
@@ -523,7 +578,7 @@ class OwnershipIndex:
         self._kind_of_uid[uid] = kind
         if isinstance(stored, PodRecord):  # pod records carry their owners themselves
             for table, key in self._link_keys(kind, stored):
-                table[key].add(uid)
+                table.add(key, uid)
             return
         obj = stored
         if kind == EVENT:
@@ -534,7 +589,7 @@ class OwnershipIndex:
             if owners:
                 self._trainjob_owners[uid] = owners
         for table, key in self._link_keys(kind, obj):
-            table[key].add(uid)
+            table.add(key, uid)
 
     def _add_event(self, uid: str, event: dict) -> None:
         target = sig.as_str(event_involved(event).get("uid"))
@@ -565,8 +620,4 @@ class OwnershipIndex:
                     del self._events_by_object[target]
             return
         for table, key in self._link_keys(kind, obj):
-            members = table.get(key)
-            if members is not None:
-                members.discard(uid)
-                if not members:
-                    del table[key]
+            table.discard(key, uid)
