@@ -42,6 +42,7 @@ TARGET_RSS_MIB = 400.0
 TARGET_LAG_P95_SECONDS = 1.0
 TARGET_LIST_P95_MS = 100.0
 TARGET_WHY_P95_MS = 50.0
+TARGET_BYTES_PER_NODE = 200.0
 
 
 def _rss_mib() -> float:
@@ -119,6 +120,8 @@ def bench_retained(jobs: int) -> float:
     """Return the MiB still allocated (tracemalloc) after a sync of ``jobs`` once the benchmark let go of its input."""
     import tracemalloc
 
+    from django.db import reset_queries
+
     from jobs.handlers import AdmissionHandler
     from jobs.models import TrainJob
     from trainer_portal.kube import resources as kinds
@@ -135,6 +138,7 @@ def bench_retained(jobs: int) -> float:
     handler.flush(leader=True)
     objects.clear()
     del objects
+    reset_queries()  # DEBUG's log of the last 9,000 queries is not the tracker's (production runs without it)
     gc.collect()
     retained = tracemalloc.get_traced_memory()[0] / 2**20
     tracemalloc.stop()
@@ -142,6 +146,43 @@ def bench_retained(jobs: int) -> float:
     TrainJob.objects.all().delete()
     gc.collect()
     return retained
+
+
+def bench_watcher_memory(clusters: int, nodes: int) -> dict:
+    """Return what the topology trackers of ``clusters`` clusters × ``nodes`` nodes (one 8-GPU pod on every other
+    node) keep once their lists are applied and the input dropped: tracemalloc bytes retained per node, and the
+    RSS growth."""
+    import tracemalloc
+
+    from trainer_portal.cluster import snapshots
+    from trainer_portal.placement.synthetic import synthetic_nodes
+    from trainer_portal.placement.tracker import TopologyTracker
+
+    gc.collect()
+    rss_before = _rss_mib()
+    tracemalloc.start()
+    trackers = []
+    for index in range(clusters):
+        items = synthetic_nodes(zones=3, blocks_per_zone=8, racks=max(nodes // 16, 1), nodes_per_rack=16,
+                                variant_h=True, seed=7 + index)
+        pods = [{"metadata": {"name": f"p{i}", "namespace": f"team-{i % 20}", "uid": f"c{index}-p{i}"},
+                 "spec": {"nodeName": node["metadata"]["name"], "containers": [
+                     {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "32"}}}]},
+                 "status": {"phase": "Running"}} for i, node in enumerate(items[::2])]
+        tracker = TopologyTracker(snapshots.topology_keys())
+        tracker.relist_nodes(items, "1")
+        tracker.relist_pods(pods, "2")
+        trackers.append(tracker)
+        del items, pods
+    gc.collect()
+    retained = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    total = sum(t.snapshot.node_count for t in trackers)
+    rss = _rss_mib() - rss_before
+    del trackers
+    gc.collect()
+    return {"clusters": clusters, "nodes": total, "bytes_per_node": retained / max(total, 1),
+            "retained_mib": retained / 2**20, "rss_growth_mib": rss}
 
 
 def bench_sync(jobs: int) -> tuple[dict, object, dict]:
@@ -352,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"machine   {os.cpu_count()} CPUs, load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())} "
               f"(1/5/15 min) before the run; {args.busy} busy-loop processes added", flush=True)
         busy = _busy(args.busy)
+        watcher = bench_watcher_memory(3, 1_000 if args.quick else 10_000)
+        print(f"watcher   topology of {watcher['clusters']} clusters × {watcher['nodes'] // watcher['clusters']:,} "
+              f"nodes (a pod on every other node), input dropped: {watcher['bytes_per_node']:.0f} bytes/node "
+              f"retained (tracemalloc; target ≤ {TARGET_BYTES_PER_NODE:.0f}), {watcher['retained_mib']:.1f} MiB; "
+              f"RSS growth {watcher['rss_growth_mib']:.0f} MiB", flush=True)
+        ok &= args.quick or watcher["bytes_per_node"] <= TARGET_BYTES_PER_NODE
         retained = bench_retained(jobs) if args.memory else None
         sync, handler, objects = bench_sync(jobs)
         print(f"sync      {sync['trainjobs']:,} TrainJobs + {sync['workloads']:,} Workloads + {sync['podgroups']:,} "
