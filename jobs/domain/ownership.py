@@ -67,6 +67,23 @@ def _shared_owners(owners: tuple) -> tuple:
     return _OWNERS.setdefault(owners, owners)
 
 
+_POD_TRAINJOB_OWNERS: dict[tuple, tuple[str, ...]] = {}
+
+
+def _pod_trainjob_owners(owners: tuple) -> tuple[str, ...]:
+    """Return the TrainJob UIDs among a pod record's (shared) owner tuples, the controller first: computed once per
+    distinct owner tuple (every pod of a job has the same), since every recompute of a job asks it for each pod."""
+    found = _POD_TRAINJOB_OWNERS.get(owners)
+    if found is None:
+        if len(_POD_TRAINJOB_OWNERS) > 200_000:
+            _POD_TRAINJOB_OWNERS.clear()
+        refs = sorted((r for r in owners if r[1] == sig.TRAINJOB_KIND and
+                       (r[0].split("/", 1)[0] if "/" in r[0] else "") in ("", sig.TRAINER_API_GROUP)),
+                      key=lambda r: not r[4])
+        found = _POD_TRAINJOB_OWNERS[owners] = tuple(r[3] for r in refs)
+    return found
+
+
 class PodRecord:
     """A pod reduced to what admission reads, in one small object (a pod dict costs ~2.6 KB; this ~0.4 KB, which is
     what keeps 100,000 pods in tens of MiB). ``as_object()`` gives the dict shape ``signals`` reads."""
@@ -495,10 +512,7 @@ class OwnershipIndex:
         """Return the TrainJob owner UIDs of a stored object (controller first)."""
         stored = self.objects.get(self._kind_of_uid.get(uid, ""), {}).get(uid)
         if isinstance(stored, PodRecord):
-            refs = sorted((r for r in stored.owners if r[1] == sig.TRAINJOB_KIND and
-                           (r[0].split("/", 1)[0] if "/" in r[0] else "") in ("", sig.TRAINER_API_GROUP)),
-                          key=lambda r: not r[4])
-            return tuple(r[3] for r in refs)
+            return _pod_trainjob_owners(stored.owners)
         return self._trainjob_owners.get(uid, ())
 
     def _typed(self, uids) -> list[tuple[str, str]]:
