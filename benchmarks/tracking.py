@@ -67,7 +67,13 @@ def _busy(count: int) -> list:
 
 
 def _setup_in_place(tmp: Path) -> str:
-    """Point Django at DATABASE_URL itself (migrated, tracking rows cleared); return it."""
+    """Point Django at DATABASE_URL itself (migrated, tracking rows cleared); return it.
+
+    Raises SystemExit when DATABASE_URL is not set: clearing the tracking rows of whatever database the settings
+    default to (the development one) is never what ``--in-place`` means.
+    """
+    if not os.environ.get("DATABASE_URL"):
+        raise SystemExit("--in-place needs DATABASE_URL naming the database to use (its tracking rows are cleared)")
     os.environ["TRAINER_PORTAL_VAR_DIR"] = str(tmp / "var")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainer_portal.settings")
     import django
