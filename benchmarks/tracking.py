@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import multiprocessing
+import os
 import random
 import sys
 import tempfile
@@ -40,6 +42,7 @@ TARGET_RSS_MIB = 400.0
 TARGET_LAG_P95_SECONDS = 1.0
 TARGET_LIST_P95_MS = 100.0
 TARGET_WHY_P95_MS = 50.0
+TARGET_BYTES_PER_NODE = 200.0
 
 
 def _rss_mib() -> float:
@@ -48,6 +51,50 @@ def _rss_mib() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def _busy(count: int) -> list:
+    """Start ``count`` busy-loop processes (daemons: they end with the benchmark); return them."""
+    processes = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(count)]
+    for process in processes:
+        process.start()
+    return processes
+
+
+def _setup_in_place(tmp: Path) -> str:
+    """Point Django at DATABASE_URL itself (migrated, tracking rows cleared); return it.
+
+    Raises SystemExit when DATABASE_URL is not set: clearing the tracking rows of whatever database the settings
+    default to (the development one) is never what ``--in-place`` means.
+    """
+    if not os.environ.get("DATABASE_URL"):
+        raise SystemExit("--in-place needs DATABASE_URL naming the database to use (its tracking rows are cleared)")
+    os.environ["TRAINER_PORTAL_VAR_DIR"] = str(tmp / "var")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainer_portal.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    _clear_tracking_rows()
+    return os.environ.get("DATABASE_URL", "")
+
+
+def _clear_tracking_rows() -> None:
+    from django.contrib.auth.models import User
+
+    from jobs.models import TrackerStatus, TrainJob, TrainJobTransition
+
+    TrainJobTransition.objects.all().delete()
+    TrainJob.objects.all().delete()
+    TrackerStatus.objects.all().delete()
+    User.objects.filter(username="bench-viewer").delete()
 
 
 def _objects(jobs: int, rng: random.Random) -> dict[str, list[dict]]:
@@ -79,6 +126,8 @@ def bench_retained(jobs: int) -> float:
     """Return the MiB still allocated (tracemalloc) after a sync of ``jobs`` once the benchmark let go of its input."""
     import tracemalloc
 
+    from django.db import reset_queries
+
     from jobs.handlers import AdmissionHandler
     from jobs.models import TrainJob
     from trainer_portal.kube import resources as kinds
@@ -95,6 +144,7 @@ def bench_retained(jobs: int) -> float:
     handler.flush(leader=True)
     objects.clear()
     del objects
+    reset_queries()  # DEBUG's log of the last 9,000 queries is not the tracker's (production runs without it)
     gc.collect()
     retained = tracemalloc.get_traced_memory()[0] / 2**20
     tracemalloc.stop()
@@ -102,6 +152,43 @@ def bench_retained(jobs: int) -> float:
     TrainJob.objects.all().delete()
     gc.collect()
     return retained
+
+
+def bench_watcher_memory(clusters: int, nodes: int) -> dict:
+    """Return what the topology trackers of ``clusters`` clusters × ``nodes`` nodes (one 8-GPU pod on every other
+    node) keep once their lists are applied and the input dropped: tracemalloc bytes retained per node, and the
+    RSS growth."""
+    import tracemalloc
+
+    from trainer_portal.cluster import snapshots
+    from trainer_portal.placement.synthetic import synthetic_nodes
+    from trainer_portal.placement.tracker import TopologyTracker
+
+    gc.collect()
+    rss_before = _rss_mib()
+    tracemalloc.start()
+    trackers = []
+    for index in range(clusters):
+        items = synthetic_nodes(zones=3, blocks_per_zone=8, racks=max(nodes // 16, 1), nodes_per_rack=16,
+                                variant_h=True, seed=7 + index)
+        pods = [{"metadata": {"name": f"p{i}", "namespace": f"team-{i % 20}", "uid": f"c{index}-p{i}"},
+                 "spec": {"nodeName": node["metadata"]["name"], "containers": [
+                     {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8", "cpu": "32"}}}]},
+                 "status": {"phase": "Running"}} for i, node in enumerate(items[::2])]
+        tracker = TopologyTracker(snapshots.topology_keys())
+        tracker.relist_nodes(items, "1")
+        tracker.relist_pods(pods, "2")
+        trackers.append(tracker)
+        del items, pods
+    gc.collect()
+    retained = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    total = sum(t.snapshot.node_count for t in trackers)
+    rss = _rss_mib() - rss_before
+    del trackers
+    gc.collect()
+    return {"clusters": clusters, "nodes": total, "bytes_per_node": retained / max(total, 1),
+            "retained_mib": retained / 2**20, "rss_growth_mib": rss}
 
 
 def bench_sync(jobs: int) -> tuple[dict, object, dict]:
@@ -117,6 +204,7 @@ def bench_sync(jobs: int) -> tuple[dict, object, dict]:
     rss_before = _rss_mib()
     handler = AdmissionHandler(identity="bench")
     started = time.perf_counter()
+    cpu_started = time.process_time()
     handler.relisted(kinds.TRAINJOB, objects["trainjobs"], "1000000")
     handler.relisted(kinds.WORKLOAD, objects["workloads"], "1000000")
     handler.relisted(kinds.PODGROUP, objects["podgroups"], "1000000")
@@ -125,6 +213,7 @@ def bench_sync(jobs: int) -> tuple[dict, object, dict]:
         handler.relisted(kind, [], "1000000")
     handler.flush(leader=True)
     total = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     tracked = TrainJob.objects.count()
     rss_after = _rss_mib()
 
@@ -142,7 +231,8 @@ def bench_sync(jobs: int) -> tuple[dict, object, dict]:
     gc.collect()
     # The event scenarios need the objects again: the same generator with the same seed gives the same ones.
     kept = _objects(jobs, random.Random(7))
-    return ({"seconds": total, "tracked": tracked, "baseline": baseline, "rss_mib": rss_base + rss_after - rss_before,
+    return ({"seconds": total, "cpu_seconds": cpu,
+             "tracked": tracked, "baseline": baseline, "rss_mib": rss_base + rss_after - rss_before,
              "rss_growth_mib": rss_after - rss_before, "rss_base_mib": rss_base,
              **counts}, handler, kept)
 
@@ -161,6 +251,7 @@ def bench_events(handler, objects: dict, rate: int, seconds: float) -> dict:
     sent = 0
     rv = 2_000_000
     writes_before = handler.writes
+    cpu_started = time.process_time()
     while sent < total:
         due = started + sent / rate
         now = time.perf_counter()
@@ -186,7 +277,8 @@ def bench_events(handler, objects: dict, rate: int, seconds: float) -> dict:
     done = time.perf_counter()
     lags += [done - t for t in pending]
     elapsed = done - started
-    return {"events": total, "seconds": elapsed, "rate": total / elapsed, "lag_p50": _pct(lags, 0.5),
+    return {"events": total, "seconds": elapsed, "rate": total / elapsed,
+            "cpu_seconds": time.process_time() - cpu_started, "lag_p50": _pct(lags, 0.5),
             "lag_p95": _pct(lags, 0.95), "writes": handler.writes - writes_before,
             "rows": TrainJob.objects.count()}
 
@@ -294,19 +386,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure the retained memory with tracemalloc (a second, slower sync)")
     parser.add_argument("--only", choices=("sync-events", "all"), default="all",
                         help="sync-events: only the tracking scenarios (sync, events, no-op)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="start this many busy-loop processes for the run (a busy machine; default none: a shared "
+                             "machine is busy enough, the load average is printed with the numbers)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="use the PostgreSQL database DATABASE_URL names as it is (migrated, its tracking rows "
+                             "cleared before and after) instead of creating a throwaway one")
     args, _ = parser.parse_known_args(argv)
     jobs, seconds, noop, nodes, rounds = (1_000, 2.0, 1_000, 5_000, 20) if args.quick else \
         (30_000, 10.0, 10_000, 50_000, 50)
     jobs = args.jobs or jobs
     ok = True
+    busy: list = []
     tmp_dir = tempfile.TemporaryDirectory(prefix="tp-bench-tracking-")
-    url = _setup_django(Path(tmp_dir.name))
+    url = _setup_in_place(Path(tmp_dir.name)) if args.in_place else _setup_django(Path(tmp_dir.name))
     try:
+        print(f"machine   {os.cpu_count()} CPUs, load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())} "
+              f"(1/5/15 min) before the run; {args.busy} busy-loop processes added", flush=True)
+        busy = _busy(args.busy)
         retained = bench_retained(jobs) if args.memory else None
         sync, handler, objects = bench_sync(jobs)
         print(f"sync      {sync['trainjobs']:,} TrainJobs + {sync['workloads']:,} Workloads + {sync['podgroups']:,} "
               f"PodGroups + {sync['pods']:,} Pods → {sync['tracked']:,} tracked in {sync['seconds']:.1f} s "
-              f"(target ≤ {TARGET_SYNC_SECONDS:.0f} s); tracker RSS {sync['rss_mib']:.0f} MiB = process "
+              f"(target ≤ {TARGET_SYNC_SECONDS:.0f} s; {sync['cpu_seconds']:.1f} s of this process's CPU, the rest "
+              f"waiting for the database or a core); tracker RSS {sync['rss_mib']:.0f} MiB = process "
               f"{sync['rss_base_mib']:.0f} MiB + growth during the sync {sync['rss_growth_mib']:.0f} MiB")
         if retained is not None:
             print(f"          retained (tracemalloc, input dropped): {retained:.0f} MiB = "
@@ -318,13 +421,21 @@ def main(argv: list[str] | None = None) -> int:
         events = bench_events(handler, objects, args.rate, seconds)
         print(f"events    {events['events']:,} pod events at {events['rate']:.0f}/s: event → DB lag p50 "
               f"{events['lag_p50'] * 1000:.0f} ms, p95 {events['lag_p95'] * 1000:.0f} ms (target ≤ "
-              f"{TARGET_LAG_P95_SECONDS * 1000:.0f} ms); {events['writes']:,} row writes")
+              f"{TARGET_LAG_P95_SECONDS * 1000:.0f} ms); {events['writes']:,} row writes; "
+              f"{events['cpu_seconds']:.1f} s of this process's CPU in {events['seconds']:.1f} s")
         ok &= events["lag_p95"] <= TARGET_LAG_P95_SECONDS
         quiet = bench_noop(handler, objects, noop)
         print(f"no-op     {quiet['events']:,} events that change nothing shown: {quiet['row_writes']} row writes "
               f"(must be 0)")
         ok &= quiet["row_writes"] == 0 and quiet["handler_writes"] == 0
-        del objects
+        del objects, handler
+        # Last of the tracking scenarios: its RSS would otherwise count in the tracker's process base.
+        watcher = bench_watcher_memory(3, 1_000 if args.quick else 10_000)
+        print(f"watcher   topology of {watcher['clusters']} clusters × {watcher['nodes'] // watcher['clusters']:,} "
+              f"nodes (a pod on every other node), input dropped: {watcher['bytes_per_node']:.0f} bytes/node "
+              f"retained (tracemalloc; target ≤ {TARGET_BYTES_PER_NODE:.0f}), {watcher['retained_mib']:.1f} MiB; "
+              f"RSS growth {watcher['rss_growth_mib']:.0f} MiB", flush=True)
+        ok &= args.quick or watcher["bytes_per_node"] <= TARGET_BYTES_PER_NODE
         if args.only == "sync-events":
             return 0 if ok else 1
         listing = bench_list(rounds)
@@ -343,8 +454,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{why['baseline_p50_ms']:.1f} ms → ratio {why['p50_ms'] / max(why['baseline_p50_ms'], 1e-9):.1f}×")
             print(f"          “{why['message']}”; {why['holders']} holders named")
             ok &= why["p95_ms"] <= TARGET_WHY_P95_MS
+        print(f"machine   load average {'/'.join(f'{v:.1f}' for v in os.getloadavg())} after the run")
     finally:
-        _drop_database(url)
+        for process in busy:
+            process.terminate()
+        if args.in_place:
+            _clear_tracking_rows()
+        else:
+            _drop_database(url)
         tmp_dir.cleanup()
     return 0 if ok else 1
 

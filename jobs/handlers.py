@@ -86,6 +86,7 @@ class AdmissionHandler:
         self.trainjobs_listed_at: float | None = None
         self.reconcile_listed = False
         self.full = True
+        self.full_version = ""  # the newest list version seen while a full reconcile is pending
         self.leader_since: dt.datetime | None = None
         self.last_event_at: dt.datetime | None = None
         self.last_error = ""
@@ -112,8 +113,13 @@ class AdmissionHandler:
         name = KIND_NAMES[kind]
         if name == ownership.EVENT:
             items = [e for e in items if self._wanted_event(e)]
-        affected = self.index.replace(name, items)
-        self._touch(affected, resource_version)
+        if self.full:
+            # Every job is recomputed at the next write anyway: skip resolving which ones this list touched (most
+            # of a first sync's cost) and remember its version, the observation every job's record is as of.
+            self.index.replace(name, items, affected=False)
+            self.full_version = _newer(resource_version, self.full_version)
+        else:
+            self._touch(self.index.replace(name, items), resource_version)
         self.listed.add(name)
         if name == ownership.TRAINJOB:
             self.known_jobs.update(self.index.trainjob_uids())
@@ -249,6 +255,7 @@ class AdmissionHandler:
             self.dirty.update(self.index.trainjob_uids())
             self.reconcile_listed = True
         dirty, deleted = self.dirty, self.deleted
+        full_version = self.full_version if self.full else ""
         records = []
         for uid in dirty:
             tree = self.index.tree(uid)
@@ -258,7 +265,8 @@ class AdmissionHandler:
                 continue
             try:
                 record = job_record(tree)
-                record.observed_version = _newer(self.observed.get(uid, ""), record.observed_version)
+                observed = _newer(self.observed.get(uid, ""), record.observed_version)
+                record.observed_version = _newer(full_version, observed) if full_version else observed
             except Exception:  # an object of a shape nothing expects: skip it, keep tracking every other job
                 self.quarantined += 1
                 logger.exception("admission tracker: quarantined TrainJob uid %s: its objects cannot be read", uid)
@@ -280,6 +288,7 @@ class AdmissionHandler:
             self.observed.pop(uid, None)
         self.dirty, self.deleted = set(), set()
         self.full = self.reconcile_listed = False
+        self.full_version = ""
 
     def _heartbeat(self, now: float) -> None:
         self._last_heartbeat = now

@@ -162,6 +162,7 @@ def apply_records(records: Sequence[JobRecord], *, cluster=None, now: dt.datetim
     and retries).
     """
     now = now or timezone.now()
+    cluster = _cluster_id(cluster)  # once: every row and query of the batch carries the same key
     limits = _column_limits()
     latest: dict[str, JobRecord] = {}
     result = ApplyResult()
@@ -269,7 +270,7 @@ def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster=None) -> Ap
 
 
 def _update_rows(rows: Sequence[TrainJob], names: Sequence[str]) -> None:
-    """UPDATE ``names`` of every row by primary key with one prepared statement (executemany).
+    """UPDATE ``names`` of every row by primary key with one statement executed for each row (executemany).
 
     Django's ``bulk_update`` builds one CASE expression per field and row; for the tracker's batches of hundreds
     of rows × 27 fields that cost seconds of CPU per flush, this costs milliseconds.
@@ -296,6 +297,7 @@ def mark_gone(uids: Iterable[str], *, cluster=None, now: dt.datetime | None = No
     a deleted job is never left showing "running".
     """
     now = now or timezone.now()
+    cluster = _cluster_id(cluster)
     uids = list(uids)
     changed = 0
     for start in range(0, len(uids), BATCH_SIZE):
@@ -308,6 +310,7 @@ def reconcile_listed(present_uids: Iterable[str], *, cluster=None, now: dt.datet
     """After a full TrainJob list of ``cluster``: mark every row of it not in ``present_uids`` gone; return how many
     changed."""
     now = now or timezone.now()
+    cluster = _cluster_id(cluster)
     present = set(present_uids)
     candidates = list(_scope(TrainJob.objects, cluster).filter(gone_at__isnull=True).values_list("uid", flat=True))
     return mark_gone([uid for uid in candidates if uid not in present], cluster=cluster, now=now)

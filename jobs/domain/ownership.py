@@ -42,7 +42,9 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     slim = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
                                        "deletionTimestamp", "ownerReferences") if key in meta}
     all_labels = sig.labels_of(obj)
-    slim["labels"] = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
+    kept = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
+    if kept:  # an empty dict costs 64 bytes per object; ``signals.labels_of`` reads a missing one as empty
+        slim["labels"] = kept
     if annotations:
         keys = set(sig.creator_keys())
         wanted = {k: v for k, v in sig.annotations_of(obj).items() if k in keys}
@@ -65,6 +67,23 @@ def _shared_owners(owners: tuple) -> tuple:
     return _OWNERS.setdefault(owners, owners)
 
 
+_POD_TRAINJOB_OWNERS: dict[tuple, tuple[str, ...]] = {}
+
+
+def _pod_trainjob_owners(owners: tuple) -> tuple[str, ...]:
+    """Return the TrainJob UIDs among a pod record's (shared) owner tuples, the controller first: computed once per
+    distinct owner tuple (every pod of a job has the same), since every recompute of a job asks it for each pod."""
+    found = _POD_TRAINJOB_OWNERS.get(owners)
+    if found is None:
+        if len(_POD_TRAINJOB_OWNERS) > 200_000:
+            _POD_TRAINJOB_OWNERS.clear()
+        refs = sorted((r for r in owners if r[1] == sig.TRAINJOB_KIND and
+                       (r[0].split("/", 1)[0] if "/" in r[0] else "") in ("", sig.TRAINER_API_GROUP)),
+                      key=lambda r: not r[4])
+        found = _POD_TRAINJOB_OWNERS[owners] = tuple(r[3] for r in refs)
+    return found
+
+
 class PodRecord:
     """A pod reduced to what admission reads, in one small object (a pod dict costs ~2.6 KB; this ~0.4 KB, which is
     what keeps 100,000 pods in tens of MiB). ``as_object()`` gives the dict shape ``signals`` reads."""
@@ -73,27 +92,40 @@ class PodRecord:
                  "scheduled", "uid", "version", "workload_ref")
 
     def __init__(self, obj: dict) -> None:
-        pod_spec = sig.spec(obj)
-        labels = sig.labels_of(obj)
-        self.name = sig.name_of(obj)
-        self.namespace = sys.intern(sig.namespace_of(obj))
-        self.uid = sig.uid_of(obj)
-        self.version = sig.resource_version_of(obj)
-        self.node = sys.intern(sig.pod_node(obj))
-        self.phase = sys.intern(sig.pod_phase(obj))
-        self.group = sys.intern(sig.as_str(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
+        # Reads each part of the pod once (this runs for every pod of every list and event); the same tolerant
+        # reads as ``signals`` (a field of the wrong type counts as missing).
+        meta, pod_spec, pod_status = sig.metadata(obj), sig.spec(obj), sig.status(obj)
+        text = sig.as_str
+        labels = sig.as_dict(meta.get("labels"))
+        self.name = text(meta.get("name"))
+        self.namespace = sys.intern(text(meta.get("namespace")))
+        self.uid = text(meta.get("uid"))
+        version = meta.get("resourceVersion")
+        self.version = str(version) if isinstance(version, str | int) and not isinstance(version, bool) else ""
+        self.node = sys.intern(text(pod_spec.get("nodeName")))
+        self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
+        self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
         self.workload_ref = sig.as_dict(pod_spec.get("workloadRef")) or None
-        self.rjob = sys.intern(labels.get(sig.REPLICATED_JOB_LABEL, ""))
-        self.job_index = sys.intern(labels.get(sig.JOB_INDEX_LABEL, ""))
-        self.jobset = sys.intern(labels.get(sig.JOBSET_NAME_LABEL, ""))
-        self.owners = _shared_owners(tuple((ref.api_version, ref.kind, ref.name, ref.uid, ref.controller)
-                                           for ref in sig.owner_refs(obj)))
+        self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
+        self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
+        self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
+        owners = []
+        for raw in sig.as_list(meta.get("ownerReferences")):
+            entry = sig.as_dict(raw)
+            uid = text(entry.get("uid"))
+            if uid:
+                owners.append((text(entry.get("apiVersion")), text(entry.get("kind")), text(entry.get("name")), uid,
+                               entry.get("controller") is True))
+        self.owners = _shared_owners(tuple(owners))
         # Shared like the owners: every pod of a job asks for the same resources.
         self.requests = _shared_owners(tuple(sorted(sig.pod_requests(obj).items())))
-        scheduled = next((sig.as_dict(c) for c in sig.as_list(sig.status(obj).get("conditions"))
-                          if sig.as_dict(c).get("type") == "PodScheduled"), None)
-        self.scheduled = (sig.as_str(scheduled.get("status")), sig.as_str(scheduled.get("reason")),
-                          sig.as_str(scheduled.get("message"))[:500]) if scheduled else None
+        scheduled = None
+        for condition in sig.as_list(pod_status.get("conditions")):
+            if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+                scheduled = condition
+                break
+        self.scheduled = (text(scheduled.get("status")), text(scheduled.get("reason")),
+                          text(scheduled.get("message"))[:500]) if scheduled else None
 
     def as_object(self) -> dict:
         """Return the pod as a (minimal) Kubernetes object dict."""
@@ -199,19 +231,72 @@ class JobTree:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
+_SMALL = 8
+
+
+class _Links(dict):
+    """A reverse table: key → the uids filed under it, stored as compactly as they come (most keys file one uid:
+    a bare str costs nothing beyond the uid itself, a tuple 8 bytes a member, a set at least 216 bytes). A key with
+    more than ``_SMALL`` uids gets a set, so adding stays O(1) for a 10,000-pod PodGroup."""
+
+    __slots__ = ()
+
+    def add(self, key: object, uid: str) -> None:
+        """File ``uid`` under ``key``."""
+        current = self.get(key)
+        if current is None:
+            self[key] = uid
+        elif isinstance(current, str):
+            if current != uid:
+                self[key] = (current, uid)
+        elif isinstance(current, tuple):
+            if uid not in current:
+                self[key] = (*current, uid) if len(current) < _SMALL else {*current, uid}
+        else:
+            current.add(uid)
+
+    def discard(self, key: object, uid: str) -> None:
+        """Remove ``uid`` from ``key`` (the key goes when nothing is left under it)."""
+        current = self.get(key)
+        if current is None:
+            return
+        if isinstance(current, str):
+            if current == uid:
+                del self[key]
+            return
+        if isinstance(current, set):
+            current.discard(uid)
+            left = current
+        else:
+            left = tuple(member for member in current if member != uid)
+        if not left:
+            del self[key]
+        elif len(left) == 1:
+            self[key] = next(iter(left))
+        elif isinstance(left, tuple):
+            self[key] = left
+
+    def members(self, key: object) -> tuple[str, ...] | set[str]:
+        """Return the uids filed under ``key`` (an empty tuple when none); never mutate the result."""
+        current = self.get(key)
+        if current is None:
+            return ()
+        return (current,) if isinstance(current, str) else current
+
+
 class OwnershipIndex:
     """Objects by kind and UID, with the reverse links needed to find a TrainJob's tree and the TrainJobs an object
     change affects. ``upsert``/``delete``/``replace`` return the UIDs of the TrainJobs whose state may have changed."""
 
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, dict]] = {kind: {} for kind in KINDS}
-        self._named: dict[str, dict[tuple[str, str], set[str]]] = {kind: defaultdict(set) for kind in _NAMED_KINDS}
-        self._owned: dict[str, set[str]] = defaultdict(set)  # owner uid → uids of the objects it owns
-        self._workloads_by_controller: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pod_groups_by_workload: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pods_by_pod_group: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pods_by_jobset: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._kueue_by_job: dict[str, set[str]] = defaultdict(set)
+        self._named: dict[str, _Links] = {kind: _Links() for kind in _NAMED_KINDS}
+        self._owned = _Links()  # owner uid → uids of the objects it owns
+        self._workloads_by_controller = _Links()  # (namespace, TrainJob name) → Workload uids
+        self._pod_groups_by_workload = _Links()  # (namespace, Workload name) → PodGroup uids
+        self._pods_by_pod_group = _Links()  # (namespace, PodGroup name) → pod uids
+        self._pods_by_jobset = _Links()  # (namespace, JobSet name) → pod uids
+        self._kueue_by_job = _Links()  # TrainJob uid → Kueue Workload uids
         self._events_by_object: dict[str, dict[str, dict]] = defaultdict(dict)
         self._kind_of_uid: dict[str, str] = {}
         # TrainJob owner UIDs per object, parsed once when the object arrives (read on every recompute).
@@ -258,12 +343,14 @@ class OwnershipIndex:
         self._remove(kind, uid)
         return affected
 
-    def replace(self, kind: str, items: list[dict]) -> set[str]:
+    def replace(self, kind: str, items: list[dict], *, affected: bool = True) -> set[str]:
         """Replace every object of ``kind`` by ``items`` (a relist); return the affected TrainJob UIDs.
 
-        Objects whose resourceVersion did not change are left alone and affect nothing.
+        Objects whose resourceVersion did not change are left alone and affect nothing. With ``affected=False``
+        (the caller recomputes every job anyway) the affected jobs are not resolved and the empty set is returned:
+        resolving them is most of a first list's cost.
         """
-        affected: set[str] = set()
+        result: set[str] = set()
         seen: set[str] = set()
         current = self.objects[kind]
         for obj in items:
@@ -276,11 +363,18 @@ class OwnershipIndex:
             if old is not None and version and version == (old.version if isinstance(old, PodRecord) else
                                                            sig.resource_version_of(old)):
                 continue
-            affected |= self.upsert(kind, obj)
+            if affected:
+                result |= self.upsert(kind, obj)
+            else:
+                stored = slim(kind, obj)
+                if old is not None:
+                    self._remove(kind, uid)
+                self._add(kind, uid, stored)
         for uid in [u for u in current if u not in seen]:
-            affected |= self.owners(kind, uid)
+            if affected:
+                result |= self.owners(kind, uid)
             self._remove(kind, uid)
-        return affected
+        return result
 
     # -- resolution ---------------------------------------------------------------------------------------------
 
@@ -330,10 +424,10 @@ class OwnershipIndex:
             return None
         namespace, name = sig.namespace_of(trainjob), sig.name_of(trainjob)
         tree = JobTree(trainjob)
-        owned = self._typed(self._owned.get(job_uid, ()))
+        owned = self._typed(self._owned.members(job_uid))
 
         workload_uids = {uid for kind, uid in owned if kind == WORKLOAD} | \
-            self._workloads_by_controller.get((namespace, name), set())
+            set(self._workloads_by_controller.members((namespace, name)))
         for uid in sorted(workload_uids):
             workload = self.objects[WORKLOAD].get(uid)
             if workload is None:
@@ -347,8 +441,8 @@ class OwnershipIndex:
         group_uids = {uid for kind, uid in owned if kind == PODGROUP}
         for workload in tree.workloads:
             workload_uid = sig.uid_of(workload)
-            group_uids |= {uid for kind, uid in self._typed(self._owned.get(workload_uid, ())) if kind == PODGROUP}
-            group_uids |= self._pod_groups_by_workload.get((namespace, sig.name_of(workload)), set())
+            group_uids |= {uid for kind, uid in self._typed(self._owned.members(workload_uid)) if kind == PODGROUP}
+            group_uids.update(self._pod_groups_by_workload.members((namespace, sig.name_of(workload))))
         for uid in sorted(group_uids):
             group = self.objects[PODGROUP].get(uid)
             if group is None:
@@ -364,10 +458,10 @@ class OwnershipIndex:
                         and uid in self.objects[JOBSET]]
         pod_uids = {uid for kind, uid in owned if kind == POD}
         for group in tree.pod_groups:
-            pod_uids |= self._pods_by_pod_group.get((namespace, sig.name_of(group)), set())
+            pod_uids.update(self._pods_by_pod_group.members((namespace, sig.name_of(group))))
         for jobset in tree.jobsets:
-            pod_uids |= {uid for kind, uid in self._typed(self._owned.get(sig.uid_of(jobset), ())) if kind == POD}
-            pod_uids |= self._pods_by_jobset.get((namespace, sig.name_of(jobset)), set())
+            pod_uids |= {uid for kind, uid in self._typed(self._owned.members(sig.uid_of(jobset))) if kind == POD}
+            pod_uids.update(self._pods_by_jobset.members((namespace, sig.name_of(jobset))))
         group_names = {sig.name_of(g) for g in tree.pod_groups}
         missing: set[str] = set()
         records = []
@@ -386,7 +480,7 @@ class OwnershipIndex:
         tree.pods = [record.as_object() for record in records]
         tree.missing_pod_groups = sorted(missing)
 
-        kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | self._kueue_by_job.get(job_uid, set())
+        kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | set(self._kueue_by_job.members(job_uid))
         tree.kueue_workloads = [self.objects[KUEUE_WORKLOAD][u] for u in sorted(kueue_uids)
                                 if u in self.objects[KUEUE_WORKLOAD]]
 
@@ -418,10 +512,7 @@ class OwnershipIndex:
         """Return the TrainJob owner UIDs of a stored object (controller first)."""
         stored = self.objects.get(self._kind_of_uid.get(uid, ""), {}).get(uid)
         if isinstance(stored, PodRecord):
-            refs = sorted((r for r in stored.owners if r[1] == sig.TRAINJOB_KIND and
-                           (r[0].split("/", 1)[0] if "/" in r[0] else "") in ("", sig.TRAINER_API_GROUP)),
-                          key=lambda r: not r[4])
-            return tuple(r[3] for r in refs)
+            return _pod_trainjob_owners(stored.owners)
         return self._trainjob_owners.get(uid, ())
 
     def _typed(self, uids) -> list[tuple[str, str]]:
@@ -453,17 +544,17 @@ class OwnershipIndex:
         uids = self._named[kind].get((namespace, name))
         if not uids:
             return None
-        if len(uids) == 1:
-            return next(iter(uids))
+        if isinstance(uids, str):
+            return uids
         objects = self.objects[kind]
         return max(uids, key=lambda u: (not sig.metadata(objects[u]).get("deletionTimestamp"),
                                         sig.as_str(sig.metadata(objects[u]).get("creationTimestamp")), u))
 
-    def _link_keys(self, kind: str, obj: dict | PodRecord) -> list[tuple[dict, object]]:
+    def _link_keys(self, kind: str, obj: dict | PodRecord) -> list[tuple[_Links, object]]:
         """Return the (reverse table, key) pairs object ``obj`` of ``kind`` is filed under (recomputed on removal,
         so no per-object bookkeeping is kept)."""
         if isinstance(obj, PodRecord):
-            keys: list[tuple[dict, object]] = [(self._owned, owner[3]) for owner in obj.owners]
+            keys: list[tuple[_Links, object]] = [(self._owned, owner[3]) for owner in obj.owners]
             group = obj.group or sig.as_str((obj.workload_ref or {}).get("podGroup"))
             if group:
                 keys.append((self._pods_by_pod_group, (obj.namespace, group)))
@@ -471,7 +562,7 @@ class OwnershipIndex:
                 keys.append((self._pods_by_jobset, (obj.namespace, obj.jobset)))
             return keys
         namespace, name = sig.namespace_of(obj), sig.name_of(obj)
-        keys: list[tuple[dict, object]] = []
+        keys: list[tuple[_Links, object]] = []
         if kind in self._named and name:
             keys.append((self._named[kind], (namespace, name)))
         keys += [(self._owned, ref.uid) for ref in sig.owner_refs(obj)]
@@ -501,7 +592,7 @@ class OwnershipIndex:
         self._kind_of_uid[uid] = kind
         if isinstance(stored, PodRecord):  # pod records carry their owners themselves
             for table, key in self._link_keys(kind, stored):
-                table[key].add(uid)
+                table.add(key, uid)
             return
         obj = stored
         if kind == EVENT:
@@ -512,7 +603,7 @@ class OwnershipIndex:
             if owners:
                 self._trainjob_owners[uid] = owners
         for table, key in self._link_keys(kind, obj):
-            table[key].add(uid)
+            table.add(key, uid)
 
     def _add_event(self, uid: str, event: dict) -> None:
         target = sig.as_str(event_involved(event).get("uid"))
@@ -543,8 +634,4 @@ class OwnershipIndex:
                     del self._events_by_object[target]
             return
         for table, key in self._link_keys(kind, obj):
-            members = table.get(key)
-            if members is not None:
-                members.discard(uid)
-                if not members:
-                    del table[key]
+            table.discard(key, uid)

@@ -6,6 +6,7 @@ decides when to save `to_live()`. The topology label keys are passed in, never r
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ class TopologyTracker:
     def __init__(self, keys: TopologyKeys) -> None:
         self.keys = keys
         self.snapshot = ClusterSnapshot(self.keys)
-        self.node_labels: dict[str, dict[str, str]] = {}
+        self.node_labels: dict[str, tuple[str, ...]] = {}  # name → (key, value, key, value, …): see _flat_labels
         self.pod_keys: set[str] = set()
         self.nodes_listed = False
         self.pods_listed = False
@@ -103,7 +104,7 @@ class TopologyTracker:
         if event_type == DELETED:
             self.node_labels.pop(name, None)
         else:
-            self.node_labels[name] = dict((node.get("metadata") or {}).get("labels") or {})
+            self.node_labels[name] = _flat_labels((node.get("metadata") or {}).get("labels") or {})
         self.changed = True
 
     def apply_pod(self, event_type: str, pod: dict) -> None:
@@ -119,7 +120,8 @@ class TopologyTracker:
     def _label_counters(self) -> dict[str, Counter]:
         per_key: dict[str, Counter] = {}
         for labels in self.node_labels.values():
-            for key, value in labels.items():
+            pairs = iter(labels)
+            for key, value in zip(pairs, pairs, strict=True):
                 per_key.setdefault(key, Counter())[value] += 1
         return per_key
 
@@ -142,6 +144,16 @@ class TopologyTracker:
             stats=stats or {},
             label_totals=self.label_totals(),
         )
+
+
+def _flat_labels(labels: dict) -> tuple:
+    """Return a node's labels as one flat tuple ``(key, value, key, value, …)`` of interned strings.
+
+    The tracker keeps every node's labels (for the label picker's counts): a dict per node costs ~200 bytes and
+    every node repeats the same keys and mostly the same values (zone, block, rack, instance type); a flat tuple of
+    shared strings costs 8 bytes a string.
+    """
+    return tuple(sys.intern(part) if isinstance(part, str) else part for pair in labels.items() for part in pair)
 
 
 def pod_key(pod: dict) -> str:

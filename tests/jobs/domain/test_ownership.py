@@ -116,3 +116,19 @@ def test_a_change_of_nothing_the_tracker_keeps_affects_no_job():
     assert index.upsert(POD, probed) == set()
     assert index.upsert(POD, {**probed, "status": {"phase": "Succeeded"}}) == {"u-5"}
     assert index.upsert(TRAINJOB, {**job, "metadata": {**job["metadata"], "resourceVersion": "99999"}}) == set()
+
+
+def test_reverse_links_keep_every_member_through_their_compact_forms():
+    from jobs.domain.ownership import _Links
+
+    links = _Links()
+    uids = [f"u{i}" for i in range(12)]  # one (a str), a few (a tuple), many (a set)
+    for count, uid in enumerate(uids, start=1):
+        links.add("k", uid)
+        links.add("k", uid)  # twice: still once
+        assert sorted(links.members("k")) == sorted(uids[:count])
+    for count, uid in enumerate(reversed(uids), start=1):
+        links.discard("k", uid)
+        links.discard("k", "never-added")
+        assert sorted(links.members("k")) == sorted(uids[:len(uids) - count])
+    assert "k" not in links and links.members("k") == ()
