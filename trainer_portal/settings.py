@@ -337,6 +337,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StateEnum": "runtimes.choices.SyncState",
         "AdmissionStateEnum": "jobs.choices.AdmissionState",
+        "ChannelKindEnum": "notifications.choices.ChannelKind",
+        "PendingLineKindEnum": ["workload", "hidden"],
     },
 }
 
