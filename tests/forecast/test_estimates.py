@@ -43,7 +43,7 @@ def test_the_range_is_widened_by_how_the_backtests_estimates_missed(queue_with_h
     estimate = facts_for([_ref(waiting)])[_ref(waiting)].estimated_start
     assert estimate.p10 < estimate.p50 < estimate.p90
     assert "range calibrated on the last 20 estimates whose jobs started" in estimate.basis
-    assert "5% of them held the true start in their range; median error 25 min" in estimate.basis
+    assert "would have held the true start (as simulated, 5% did; median error 25 min)" in estimate.basis
 
 
 def test_without_a_snapshot_the_estimate_is_unknown_with_the_reason(db):

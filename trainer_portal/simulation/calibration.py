@@ -93,9 +93,9 @@ class Calibration:
             have = f"only {self.history}" if self.history else "no"
             return (f"range from the simulated runs only, not calibrated: {have} past estimates whose jobs started "
                     f"(at least {self.min_history} needed)")
-        return (f"range calibrated on the last {self.history} estimates whose jobs started (as simulated, "
-                f"{self.coverage:.0%} of them held the true start in their range; median error "
-                f"{_duration(self.median_abs_error or 0.0)})")
+        return (f"range calibrated on the last {self.history} estimates whose jobs started: widened so that "
+                f"{1 - 2 * MISS_PER_SIDE:.0%} of them would have held the true start (as simulated, "
+                f"{self.coverage:.0%} did; median error {_duration(self.median_abs_error or 0.0)})")
 
 
 def _duration(seconds: float) -> str:
