@@ -5,8 +5,11 @@ true start falls outside it much more often than 20% of the time (arrivals of hi
 running jobs, cancellations — nothing the runs sample). Calibration measures how far outside it past estimates
 missed and widens new ranges by that much.
 
-Each past estimate whose job has since started gives two scores, relative to its predicted wait
-(`scale = max(p50 − now, MIN_SCALE)`, since a 10-hour estimate misses by more seconds than a 10-minute one):
+Each past estimate whose job has since started gives two scores in units that grow with the square root of its
+predicted wait (`scale = √(max(p50 − now, MIN_WAIT) · 1 h)`: a 1-hour estimate's misses count in hours, a 16-hour
+one's in 4-hour units), since a long estimate misses by more seconds than a short one but — measured on the
+generated month — not in proportion (scaling by the wait itself held the same 80% with ranges half as wide again,
+an absolute scale let long waits escape on the short history):
 
     low  = (p10 − actual) / scale      (> 0: it started before the range)
     high = (actual − p90) / scale      (> 0: it started after the range)
@@ -27,7 +30,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-MIN_SCALE = 600.0
+MIN_WAIT = 600.0
+UNIT = 3600.0
 DEFAULT_WINDOW = 500
 DEFAULT_MIN_HISTORY = 30
 MISS_PER_SIDE = 0.10
@@ -46,13 +50,18 @@ class PastEstimate:
 
     @property
     def scale(self) -> float:
-        """Return the predicted wait the scores are relative to (at least MIN_SCALE seconds)."""
-        return max(self.p50 - self.now, MIN_SCALE)
+        """Return the unit of the scores (seconds): see the module docstring."""
+        return wait_scale(self.p50 - self.now)
 
     @property
     def scores(self) -> tuple[float, float]:
         """Return (low, high): how far before p10 / after p90 the job started, in units of `scale`."""
         return (self.p10 - self.actual) / self.scale, (self.actual - self.p90) / self.scale
+
+
+def wait_scale(wait: float) -> float:
+    """Return the unit (seconds) in which the misses of an estimate of a `wait`-second wait are measured."""
+    return math.sqrt(max(wait, MIN_WAIT) * UNIT)
 
 
 def _conformal_quantile(scores: Sequence[float], miss: float) -> float:
@@ -64,7 +73,7 @@ def _conformal_quantile(scores: Sequence[float], miss: float) -> float:
 
 @dataclass(frozen=True)
 class Calibration:
-    """How to widen a simulated range: `low` and `high` (in units of the predicted wait) or, when `active` is
+    """How to widen a simulated range: `low` and `high` (in units of `wait_scale`) or, when `active` is
     false, nothing (too little history). `history` is how many past estimates it rests on, `coverage` and
     `median_abs_error` how good those were as simulated (None without history)."""
 
@@ -80,7 +89,7 @@ class Calibration:
         """Return the calibrated (p10, p50, p90) of one estimate made at `now` (unchanged when not active)."""
         if not self.active:
             return p10, p50, p90
-        scale = max(p50 - now, MIN_SCALE)
+        scale = wait_scale(p50 - now)
         low = min(max(p10 - self.low * scale, now), p50)
         high = max(p90 + self.high * scale, p50)
         return low, p50, high
