@@ -65,6 +65,12 @@ class AccuracySerializer(serializers.Serializer):
     coverage = serializers.FloatField(allow_null=True, help_text="How often the true start fell in p10–p90.")
     baselineMedianAbsErrorSeconds = serializers.FloatField(
         allow_null=True, help_text="The naive 'now + median wait so far' estimate's error, for comparison.")
+    heldOut = serializers.IntegerField(help_text="Estimates calibrated on earlier moments' estimates only (the rest "
+                                       "had too little history before them).")
+    rawCoverageHeldOut = serializers.FloatField(allow_null=True, help_text="How often the simulated p10–p90 held the "
+                                                "true start, over the held-out estimates.")
+    calibratedCoverage = serializers.FloatField(allow_null=True, help_text="How often the calibrated range (what the "
+                                                "portal shows) held the true start, over the same estimates.")
 
 
 class TopologyChangeSerializer(serializers.Serializer):
@@ -192,7 +198,9 @@ class AccuracyApi(APIView):
                 "checkpoints": report.get("checkpoints", 0), "estimates": report.get("estimates", 0),
                 "unknown": report.get("unknown", 0), "medianAbsErrorSeconds": report.get("medianAbsErrorSeconds"),
                 "p90AbsErrorSeconds": report.get("p90AbsErrorSeconds"), "coverage": report.get("coverage"),
-                "baselineMedianAbsErrorSeconds": report.get("baselineMedianAbsErrorSeconds")}
+                "baselineMedianAbsErrorSeconds": report.get("baselineMedianAbsErrorSeconds"),
+                "heldOut": report.get("heldOut", 0), "rawCoverageHeldOut": report.get("rawCoverageHeldOut"),
+                "calibratedCoverage": report.get("calibratedCoverage")}
         return Response(AccuracySerializer(data).data)
 
 

@@ -23,6 +23,7 @@ from trainer_portal.cluster import snapshots
 from trainer_portal.cluster.models import Cluster
 from trainer_portal.jobhistory import RUNNING, WAITING
 from trainer_portal.simulation import Candidate, SimSettings, backtest, compare, estimate_starts
+from trainer_portal.simulation.calibration import Calibration, PastEstimate, calibrate
 from trainer_portal.simulation.capacity import capacity_advice
 from trainer_portal.simulation.estimate import arrival_model, samples_for
 from trainer_portal.simulation.whatif import NodeChange
@@ -66,6 +67,15 @@ def _store_unknown(cluster: Cluster, waiting: list[jobhistory.TrackedJob], reaso
         StartEstimateRow.objects.bulk_create(rows)
 
 
+def calibration_of(run: ForecastRun | None) -> Calibration:
+    """Return the range calibration from the estimates the cluster's last backtest made of jobs that have started
+    (the last FORECAST_CALIBRATION_WINDOW, default 500; inactive with fewer than FORECAST_CALIBRATION_MIN, 30)."""
+    rows = (run.backtest or {}).get("history", []) if run is not None else []
+    history = [PastEstimate(*map(float, row)) for row in rows if isinstance(row, list) and len(row) == 5]
+    return calibrate(history, window=int(_setting("FORECAST_CALIBRATION_WINDOW", 500)),
+                     min_history=int(_setting("FORECAST_CALIBRATION_MIN", 30)))
+
+
 def compute_estimates(cluster: Cluster, *, force: bool = False) -> ForecastRun:
     """Recompute and store the estimated start of every waiting job of `cluster` when its inputs changed since the
     last run (or `force`); returns the cluster's ForecastRun. Raises nothing for missing inputs: the estimates then
@@ -102,13 +112,19 @@ def compute_estimates(cluster: Cluster, *, force: bool = False) -> ForecastRun:
                                     now=domain.seconds(now), seed=int(_setting("FORECAST_SEED", 1)),
                                     arrivals=arrivals)
         by_uid = {job.ref.uid: job for job in waiting}
+        calibration = calibration_of(run)
         rows = []
         for estimate in estimates.values():
             job = by_uid[estimate.key]
+            p10, p50, p90, basis = estimate.p10, estimate.p50, estimate.p90, estimate.basis
+            if p50 is not None:
+                # The simulated range is far too narrow on its own: widen it by how past estimates missed.
+                p10, p50, p90 = calibration.apply(domain.seconds(now), p10, p50, p90)
+                basis = f"{basis}; {calibration.note}"
             rows.append(StartEstimateRow(cluster=cluster, uid=job.ref.uid, namespace=job.ref.namespace,
-                                         name=job.ref.name, p10=domain.moment(estimate.p10),
-                                         p50=domain.moment(estimate.p50), p90=domain.moment(estimate.p90),
-                                         basis=estimate.basis, rank=estimate.rank, computed_at=now))
+                                         name=job.ref.name, p10=domain.moment(p10), p50=domain.moment(p50),
+                                         p90=domain.moment(p90), basis=basis, rank=estimate.rank,
+                                         computed_at=now))
         for index, sim_job in enumerate(beyond, start=limit + 1):
             job = by_uid[sim_job.key]
             rows.append(StartEstimateRow(cluster=cluster, uid=job.ref.uid, namespace=job.ref.namespace,

@@ -96,3 +96,22 @@ def test_the_answers_conform_to_the_schema(alice, queue_with_history):
         response = client.get(path)
         assert response.status_code == 200
         assert_conforms(schema, response, method="get", path=path)
+
+
+def test_accuracy_says_how_often_the_calibrated_range_held_the_start(bob):
+    from django.test import Client
+
+    from forecast.models import ForecastRun
+
+    cluster = Cluster.objects.get(is_default=True)
+    report = {"checkpoints": 120, "estimates": 159, "unknown": 0, "medianAbsErrorSeconds": 15_900.0,
+              "p90AbsErrorSeconds": 57_000.0, "coverage": 0.26, "baselineMedianAbsErrorSeconds": 60_600.0,
+              "heldOut": 103, "rawCoverageHeldOut": 0.39, "calibratedCoverage": 0.8, "history": []}
+    ForecastRun.objects.create(cluster=cluster, computed_at=timezone.now(), backtest=report,
+                               backtest_at=timezone.now())
+    body = _client(bob).get("/api/v1/forecast/accuracy/").json()
+    assert (body["heldOut"], body["rawCoverageHeldOut"], body["calibratedCoverage"]) == (103, 0.39, 0.8)
+    page = Client()
+    page.force_login(bob)
+    text = page.get("/forecast/").content.decode()
+    assert "over 103 estimates calibrated on earlier moments only, the calibrated range held the true start 80%" in text

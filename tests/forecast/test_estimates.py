@@ -28,6 +28,22 @@ def test_a_waiting_job_gets_the_range_its_blockers_history_gives(queue_with_hist
     assert abs((estimate.p50 - expected).total_seconds()) < 1
     assert estimate.p10 == estimate.p50 == estimate.p90
     assert estimate.basis.startswith("1 running job ends by its history; you are 1st in line")
+    assert estimate.basis.endswith("not calibrated: no past estimates whose jobs started (at least 30 needed)")
+
+
+def test_the_range_is_widened_by_how_the_backtests_estimates_missed(queue_with_history, settings):
+    settings.FORECAST_CALIBRATION_MIN = 10
+    waiting, _ = queue_with_history
+    cluster = Cluster.objects.get(is_default=True)
+    # Twenty past estimates of a 1 h wait with a zero-width range; the jobs started 0.5 h early to 1.4 h late.
+    history = [[0.0, 3600.0, 3600.0, 3600.0, 3600.0 + 300.0 * (k - 6)] for k in range(20)]
+    ForecastRun.objects.create(cluster=cluster, computed_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+                               backtest={"history": history})
+    services.compute_estimates(cluster)
+    estimate = facts_for([_ref(waiting)])[_ref(waiting)].estimated_start
+    assert estimate.p10 < estimate.p50 < estimate.p90
+    assert "range calibrated on the last 20 estimates whose jobs started" in estimate.basis
+    assert "would have held the true start (as simulated, 5% did; median error 25 min)" in estimate.basis
 
 
 def test_without_a_snapshot_the_estimate_is_unknown_with_the_reason(db):
