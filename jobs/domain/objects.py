@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import signals as sig
 from . import states as st
-from .gates import Admission, JobView
+from .gates import Admission, GateFacts, JobView
 
 # The Trainer controller records a failed reconcile as this Warning Event (trainjob_controller.go); a missing
 # runtime is one (core/clustertrainingruntime.go, core/trainingruntime.go phrase it so).
@@ -65,7 +65,7 @@ def gate(view: JobView) -> Admission | None:
                        "controller has not created the job's scheduling objects")
 
 
-def reconcile_failure(facts: sig.TrainJobFacts, events: list[dict]) -> tuple[str, str] | None:
+def reconcile_failure(facts: sig.TrainJobFacts | GateFacts, events: list[dict]) -> tuple[str, str] | None:
     """Return (reason, message) from the newest Warning Event of the Trainer controller failing to create this
     TrainJob's objects, or None. A missing runtime is ``TrainingRuntimeNotFound`` with a message naming it."""
     for event in events:
