@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import itemgetter, methodcaller
+from itertools import chain, repeat
+from operator import itemgetter
 
 from . import plan as startup
 from . import signals as sig
@@ -264,9 +265,7 @@ def tally_pods(pods: Sequence) -> PodTally:
 
 _SPEC, _METADATA, _LABELS, _STATUS, _PHASE = (itemgetter(k) for k in ("spec", "metadata", "labels", "status", "phase"))
 _GROUP, _GROUP_NAME = itemgetter("schedulingGroup"), itemgetter("podGroupName")
-_NODE = methodcaller("get", "nodeName", "")
-_RJOB = methodcaller("get", sig.REPLICATED_JOB_LABEL, "")
-_INDEX = methodcaller("get", sig.JOB_INDEX_LABEL, "")
+_STR, _STR_OR_NONE = {str}, {str, type(None)}
 
 
 def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
@@ -274,18 +273,19 @@ def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
     labels and node), read column by column in C (``map`` over item getters, ``Counter`` over the rows): a Python
     step per pod is most of the gates' cost at 50k pods. Returns None when any pod differs, for
     :func:`_tally_each` to read pod by pod."""
+    get = dict.get
     try:
         specs = list(map(_SPEC, pods))
         labels = list(map(_LABELS, map(_METADATA, pods)))
         groups = list(map(_GROUP_NAME, map(_GROUP, specs)))
-        rjobs = list(map(_RJOB, labels))
-        indexes = list(map(_INDEX, labels))
+        rjobs = list(map(get, labels, repeat(sig.REPLICATED_JOB_LABEL)))
+        indexes = list(map(get, labels, repeat(sig.JOB_INDEX_LABEL)))
         phases = list(map(_PHASE, map(_STATUS, pods)))
-        nodes = list(map(_NODE, specs))
+        nodes = list(map(get, specs, repeat("nodeName")))  # None while unbound: pod_row reads it as ""
     except (KeyError, TypeError, AttributeError):
         return None
-    columns = (groups, rjobs, indexes, phases, nodes)
-    if not (all(groups) and all(phases)) or any(set(map(type, column)) - {str} for column in columns):
+    if not (all(groups) and all(phases)) or set(map(type, chain(groups, rjobs, indexes, phases))) != _STR \
+            or not set(map(type, nodes)) <= _STR_OR_NONE:
         return None
     return dict(Counter(zip(groups, rjobs, indexes, phases, map(bool, nodes), strict=True)))
 
@@ -367,16 +367,6 @@ class JobView:
     def kueue(self) -> dict[str, sig.Condition]:
         """Return the Kueue Workload's conditions by type ({} when Kueue does not manage the job)."""
         return sig.conditions_of(self.kueue_workload) if self.kueue_workload else {}
-
-    @cached_property
-    def scan(self) -> PodScan:
-        """Return the pods read once (group, ReplicatedJob, index, phase, node), grouped by PodGroup."""
-        return scan_pods(self.pods)
-
-    @property
-    def rows(self) -> list[sig.PodRow]:
-        """Return each pod's row."""
-        return self.scan.rows
 
     @cached_property
     def tally(self) -> PodTally:
