@@ -99,12 +99,15 @@ def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
 
 
 def counted_group_status(pod_group: dict, live: int, bound: int, running: int,
-                         members: Callable[[], Sequence[object]]) -> PodGroupStatus:
+                         members: Callable[[], Sequence[object]],
+                         conditions: dict[str, sig.Condition] | None = None) -> PodGroupStatus:
     """Return :func:`pod_group_status` from the counts of the group's live (not Failed) members, bound ones and
     running ones; ``members()`` returns the member pods, read only for an unschedulable group whose condition has
-    no message (the pods' own PodScheduled message stands in)."""
+    no message (the pods' own PodScheduled message stands in); ``conditions`` are the PodGroup's conditions when
+    the caller has read them already."""
     policy, min_count = sig.pod_group_policy(pod_group)
-    conditions = sig.conditions_of(pod_group)
+    if conditions is None:
+        conditions = sig.conditions_of(pod_group)
     scheduled = _first_scheduled_condition(conditions)
     _, template = sig.pod_group_workload(pod_group)
     condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
@@ -381,12 +384,18 @@ class JobView:
         tally = self.tally
         counts = tally.group_counts()
         result = []
-        for group in self.pod_groups:
+        for group, conditions in zip(self.pod_groups, self.group_conditions, strict=True):
             name = sig.name_of(group)
             live, bound, running = counts.get(name, (0, 0, 0))
             result.append(counted_group_status(group, live, bound, running,
-                                               lambda name=name: tally.members_of(name)))
+                                               lambda name=name: tally.members_of(name), conditions))
         return tuple(result)
+
+    @cached_property
+    def group_conditions(self) -> tuple[dict[str, sig.Condition], ...]:
+        """Return each PodGroup's conditions by type, in the order the PodGroups were given (read once: the
+        statuses, the disruption gate and the preemption note all ask)."""
+        return tuple(map(sig.conditions_of, self.pod_groups))
 
     @cached_property
     def level(self) -> str:
@@ -424,8 +433,8 @@ class JobView:
     @cached_property
     def preemption_note(self) -> str:
         """Return "; preemption requested (PodGroup …)" for a disrupted gang whose members are still bound."""
-        for group, status in zip(self.pod_groups, self.groups, strict=True):
-            disruption = sig.conditions_of(group).get(sig.DISRUPTION_CONDITION)
+        for group, status, conditions in zip(self.pod_groups, self.groups, self.group_conditions, strict=True):
+            disruption = conditions.get(sig.DISRUPTION_CONDITION)
             if disruption is not None and disruption.true and status.verdict == "placed":
                 return f"; preemption requested (PodGroup {sig.name_of(group)}" + (
                     f": {disruption.message})" if disruption.message else ")")
