@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import repeat
 from operator import itemgetter
 
 from . import plan as startup
@@ -268,7 +268,7 @@ def tally_pods(pods: Sequence) -> PodTally:
 
 _SPEC, _METADATA, _LABELS, _STATUS, _PHASE = (itemgetter(k) for k in ("spec", "metadata", "labels", "status", "phase"))
 _GROUP, _GROUP_NAME = itemgetter("schedulingGroup"), itemgetter("podGroupName")
-_STR, _STR_OR_NONE = {str}, {str, type(None)}
+_STR_OR_NONE = {str, type(None)}
 
 
 def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
@@ -285,12 +285,17 @@ def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
         indexes = list(map(get, labels, repeat(sig.JOB_INDEX_LABEL)))
         phases = list(map(_PHASE, map(_STATUS, pods)))
         nodes = list(map(get, specs, repeat("nodeName")))  # None while unbound: pod_row reads it as ""
-    except (KeyError, TypeError, AttributeError):
+        if not set(map(type, nodes)) <= _STR_OR_NONE:
+            return None
+        counts = dict(Counter(zip(groups, rjobs, indexes, phases, map(bool, nodes), strict=True)))
+    except (KeyError, TypeError, AttributeError):  # TypeError: a value that cannot be hashed
         return None
-    if not (all(groups) and all(phases)) or set(map(type, chain(groups, rjobs, indexes, phases))) != _STR \
-            or not set(map(type, nodes)) <= _STR_OR_NONE:
-        return None
-    return dict(Counter(zip(groups, rjobs, indexes, phases, map(bool, nodes), strict=True)))
+    # The values are checked on the few distinct keys, not on every pod.
+    for group, rjob, index, phase, _ in counts:
+        if not (group and phase and type(group) is str and type(rjob) is str and type(index) is str
+                and type(phase) is str):
+            return None
+    return counts
 
 
 def _tally_each(pods: Sequence) -> dict[TallyKey, int]:

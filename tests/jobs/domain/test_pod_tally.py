@@ -35,6 +35,14 @@ def _label_int(pods):
     pods[0]["metadata"]["labels"][sig.JOB_INDEX_LABEL] = 3
 
 
+def _label_unhashable(pods):
+    pods[1]["metadata"]["labels"][sig.REPLICATED_JOB_LABEL] = ["node"]
+
+
+def _node_int(pods):
+    pods[0]["spec"]["nodeName"] = 7
+
+
 def _label_missing(pods):
     del pods[2]["metadata"]["labels"][sig.REPLICATED_JOB_LABEL]
 
@@ -57,7 +65,8 @@ def _legacy_group(pods):
 
 
 SHAPES = {"cluster": lambda pods: None, "node-none": _node_none, "node-empty": _node_empty, "no-group": _no_group,
-          "label-int": _label_int, "label-missing": _label_missing, "no-phase": _no_phase,
+          "label-int": _label_int, "label-unhashable": _label_unhashable,
+          "node-int": _node_int, "label-missing": _label_missing, "no-phase": _no_phase,
           "labels-list": _labels_list, "not-a-dict": _not_a_dict, "legacy-group": _legacy_group}
 
 
