@@ -100,16 +100,18 @@ def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
 
 def counted_group_status(pod_group: dict, live: int, bound: int, running: int,
                          members: Callable[[], Sequence[object]],
-                         conditions: dict[str, sig.Condition] | None = None) -> PodGroupStatus:
+                         conditions: dict[str, sig.Condition] | None = None,
+                         template: str | None = None) -> PodGroupStatus:
     """Return :func:`pod_group_status` from the counts of the group's live (not Failed) members, bound ones and
     running ones; ``members()`` returns the member pods, read only for an unschedulable group whose condition has
     no message (the pods' own PodScheduled message stands in); ``conditions`` are the PodGroup's conditions when
-    the caller has read them already."""
+    the caller has read them already, ``template`` its PodGroup template name likewise."""
     policy, min_count = sig.pod_group_policy(pod_group)
     if conditions is None:
         conditions = sig.conditions_of(pod_group)
     scheduled = _first_scheduled_condition(conditions)
-    _, template = sig.pod_group_workload(pod_group)
+    if template is None:
+        _, template = sig.pod_group_workload(pod_group)
     condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
         if scheduled else ""
     reason = scheduled.reason if scheduled else ""
@@ -190,16 +192,18 @@ def level_of_scan(pod_groups: Sequence[dict], scan: PodScan, workloads: Sequence
 
 
 def _level(pod_groups: Sequence[dict], has_pods: bool, members: dict[str, set[tuple[str, str]]],
-           all_rjobs: set[str], workloads: Sequence[dict]) -> str:
+           all_rjobs: set[str], workloads: Sequence[dict],
+           refs: Sequence[tuple[str, str]] | None = None) -> str:
     """Return :func:`scheduling_level` from whether there are pods, each PodGroup's members' (ReplicatedJob, Job
-    index) pairs and the ReplicatedJobs of every pod."""
+    index) pairs and the ReplicatedJobs of every pod; ``refs`` are the PodGroups' (Workload, template) when the
+    caller has read them already."""
     if not pod_groups:
         if has_pods and not members and not workloads:
             return st.LEVEL_NONE
         return st.LEVEL_UNKNOWN
     levels = set()
-    for group in pod_groups:
-        _, template = sig.pod_group_workload(group)
+    for group, (_, template) in zip(pod_groups, refs if refs is not None else map(sig.pod_group_workload, pod_groups),
+                                    strict=True):
         jobs = members.get(sig.name_of(group), set())
         rjobs = {rjob for rjob, _ in jobs}
         match = _JOB_TEMPLATE.match(template or "")
@@ -389,12 +393,18 @@ class JobView:
         tally = self.tally
         counts = tally.group_counts()
         result = []
-        for group, conditions in zip(self.pod_groups, self.group_conditions, strict=True):
+        for group, conditions, (_, template) in zip(self.pod_groups, self.group_conditions, self.group_refs,
+                                                    strict=True):
             name = sig.name_of(group)
             live, bound, running = counts.get(name, (0, 0, 0))
             result.append(counted_group_status(group, live, bound, running,
-                                               lambda name=name: tally.members_of(name), conditions))
+                                               lambda name=name: tally.members_of(name), conditions, template))
         return tuple(result)
+
+    @cached_property
+    def group_refs(self) -> tuple[tuple[str, str], ...]:
+        """Return each PodGroup's (Workload name, template name), in the order the PodGroups were given."""
+        return tuple(map(sig.pod_group_workload, self.pod_groups))
 
     @cached_property
     def group_conditions(self) -> tuple[dict[str, sig.Condition], ...]:
@@ -406,7 +416,7 @@ class JobView:
     def level(self) -> str:
         """Return the gang level the PodGroups were built at."""
         tally = self.tally
-        return _level(self.pod_groups, bool(self.pods), tally.pairs(), tally.rjobs(), self.workloads)
+        return _level(self.pod_groups, bool(self.pods), tally.pairs(), tally.rjobs(), self.workloads, self.group_refs)
 
     @cached_property
     def live_pods(self) -> list[dict]:

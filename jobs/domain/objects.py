@@ -27,11 +27,12 @@ def links(view: JobView) -> Admission | None:
         code, message = view.problems[0]
         return view.result(st.UNKNOWN, code, message)
     workload_names = {sig.name_of(w) for w in view.workloads}
-    orphaned = [g for g in view.pod_groups if sig.pod_group_workload(g)[0] and
-                sig.pod_group_workload(g)[0] not in workload_names]
+    orphaned = [(g, workload) for g, (workload, _) in zip(view.pod_groups, view.group_refs, strict=True)
+                if workload and workload not in workload_names]
     if orphaned and not view.workloads:
-        return view.result(st.UNKNOWN, "PodGroupWithoutWorkload", f"PodGroup {sig.name_of(orphaned[0])} refers to "
-                           f"Workload {sig.pod_group_workload(orphaned[0])[0]}, which does not exist")
+        group, workload = orphaned[0]
+        return view.result(st.UNKNOWN, "PodGroupWithoutWorkload", f"PodGroup {sig.name_of(group)} refers to "
+                           f"Workload {workload}, which does not exist")
     if view.missing and view.pod_groups:
         return view.result(st.UNKNOWN, "PodGroupMissing", f"pods refer to PodGroup {view.missing[0]}, which does "
                            "not exist, while the job's other PodGroups do")
