@@ -284,14 +284,14 @@ def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
     try:
         specs = list(map(_SPEC, pods))
         labels = list(map(_LABELS, map(_METADATA, pods)))
-        groups = list(map(_GROUP_NAME, map(_GROUP, specs)))
-        rjobs = list(map(get, labels, repeat(sig.REPLICATED_JOB_LABEL)))
-        indexes = list(map(get, labels, repeat(sig.JOB_INDEX_LABEL)))
-        phases = list(map(_PHASE, map(_STATUS, pods)))
         nodes = list(map(get, specs, repeat("nodeName")))  # None while unbound: pod_row reads it as ""
         if not set(map(type, nodes)) <= _STR_OR_NONE:
             return None
-        counts = dict(Counter(zip(groups, rjobs, indexes, phases, map(bool, nodes), strict=True)))
+        # The other columns stream straight into the Counter, row by row.
+        counts: dict[TallyKey, int] = Counter(zip(
+            map(_GROUP_NAME, map(_GROUP, specs)), map(get, labels, repeat(sig.REPLICATED_JOB_LABEL)),
+            map(get, labels, repeat(sig.JOB_INDEX_LABEL)), map(_PHASE, map(_STATUS, pods)), map(bool, nodes),
+            strict=True))
     except (KeyError, TypeError, AttributeError):  # TypeError: a value that cannot be hashed
         return None
     # The values are checked on the few distinct keys, not on every pod.
