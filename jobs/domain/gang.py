@@ -18,8 +18,8 @@ def disrupted(view: JobView) -> Admission | None:
     """Return ``preempted`` for a PodGroup with ``DisruptionTarget=True`` whose members are no longer bound (the
     gang waits to be placed again); a disruption while the members are bound is only a request (see
     ``JobView.preemption_note``)."""
-    for group, status in zip(view.pod_groups, view.groups, strict=True):
-        disruption = sig.conditions_of(group).get(sig.DISRUPTION_CONDITION)
+    for group, status, conditions in zip(view.pod_groups, view.groups, view.group_conditions, strict=True):
+        disruption = conditions.get(sig.DISRUPTION_CONDITION)
         if disruption is None or not disruption.true or status.verdict == "placed":
             continue
         detail = f"PodGroup {sig.name_of(group)}" + (f": {disruption.message}" if disruption.message else "")

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
+from operator import itemgetter
 
 from . import plan as startup
 from . import signals as sig
@@ -85,9 +88,6 @@ def pod_group_status(pod_group: dict, members: Sequence[dict]) -> PodGroupStatus
 
 def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
     """Return :func:`pod_group_status` from the members' PodRows."""
-    policy, min_count = sig.pod_group_policy(pod_group)
-    conditions = sig.conditions_of(pod_group)
-    scheduled = _first_scheduled_condition(conditions)
     live, bound, running = 0, 0, 0
     for row in rows:
         if row.phase == "Failed":
@@ -95,7 +95,23 @@ def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
         live += 1
         bound += bool(row.node)
         running += row.phase in ("Running", "Succeeded")
-    _, template = sig.pod_group_workload(pod_group)
+    return counted_group_status(pod_group, live, bound, running, lambda: [r.pod for r in rows])
+
+
+def counted_group_status(pod_group: dict, live: int, bound: int, running: int,
+                         members: Callable[[], Sequence[object]],
+                         conditions: dict[str, sig.Condition] | None = None,
+                         template: str | None = None) -> PodGroupStatus:
+    """Return :func:`pod_group_status` from the counts of the group's live (not Failed) members, bound ones and
+    running ones; ``members()`` returns the member pods, read only for an unschedulable group whose condition has
+    no message (the pods' own PodScheduled message stands in); ``conditions`` are the PodGroup's conditions when
+    the caller has read them already, ``template`` its PodGroup template name likewise."""
+    policy, min_count = sig.pod_group_policy(pod_group)
+    if conditions is None:
+        conditions = sig.conditions_of(pod_group)
+    scheduled = _first_scheduled_condition(conditions)
+    if template is None:
+        _, template = sig.pod_group_workload(pod_group)
     condition_text = f"{scheduled.type}={'True' if scheduled.true else 'False' if scheduled.false else 'Unknown'}" \
         if scheduled else ""
     reason = scheduled.reason if scheduled else ""
@@ -111,7 +127,7 @@ def group_status(pod_group: dict, rows: Sequence[sig.PodRow]) -> PodGroupStatus:
         verdict = "unschedulable"
         reason = reason or "Unschedulable"
         if not message:
-            message = next((m for m in (sig.pod_unschedulable_message(r.pod) for r in rows) if m), "")
+            message = next((m for m in map(sig.pod_unschedulable_message, members()) if m), "")
     elif scheduled is None and unknown_types:
         verdict, reason = "unknown", "UnknownCondition"
         condition_text = ", ".join(unknown_types)
@@ -172,15 +188,22 @@ def level_of_rows(pod_groups: Sequence[dict], rows: Sequence[sig.PodRow], worklo
 
 def level_of_scan(pod_groups: Sequence[dict], scan: PodScan, workloads: Sequence[dict] = ()) -> str:
     """Return :func:`scheduling_level` from a PodScan."""
+    return _level(pod_groups, bool(scan.rows), scan.pairs, scan.rjobs, workloads)
+
+
+def _level(pod_groups: Sequence[dict], has_pods: bool, members: dict[str, set[tuple[str, str]]],
+           all_rjobs: set[str], workloads: Sequence[dict],
+           refs: Sequence[tuple[str, str]] | None = None) -> str:
+    """Return :func:`scheduling_level` from whether there are pods, each PodGroup's members' (ReplicatedJob, Job
+    index) pairs and the ReplicatedJobs of every pod; ``refs`` are the PodGroups' (Workload, template) when the
+    caller has read them already."""
     if not pod_groups:
-        if scan.rows and not scan.pairs and not workloads:
+        if has_pods and not members and not workloads:
             return st.LEVEL_NONE
         return st.LEVEL_UNKNOWN
-    members = scan.pairs
-    all_rjobs = scan.rjobs
     levels = set()
-    for group in pod_groups:
-        _, template = sig.pod_group_workload(group)
+    for group, (_, template) in zip(pod_groups, refs if refs is not None else map(sig.pod_group_workload, pod_groups),
+                                    strict=True):
         jobs = members.get(sig.name_of(group), set())
         rjobs = {rjob for rjob, _ in jobs}
         match = _JOB_TEMPLATE.match(template or "")
@@ -197,9 +220,133 @@ def level_of_scan(pod_groups: Sequence[dict], scan: PodScan, workloads: Sequence
     return st.LEVEL_REPLICATEDJOB
 
 
+# A pod as the gates count it: (PodGroup, ReplicatedJob, Job index, phase, bound to a node).
+TallyKey = tuple[str, str, str, str, bool]
+
+
+@dataclass
+class PodTally:
+    """The pods of a job read in one pass and counted by what the gates ask of them: how many pods share each
+    (PodGroup, ReplicatedJob, Job index, phase, bound). A job's pods fall into a handful of such keys, so every
+    later question (a group's bound/running count, the trainer's, the gang level) reads the few counts instead of
+    every pod again."""
+
+    pods: Sequence[dict]
+    counts: dict[TallyKey, int]
+
+    def group_counts(self) -> dict[str, tuple[int, int, int]]:
+        """Return PodGroup name → (live, bound, running) of its members (Failed members left out)."""
+        result: dict[str, tuple[int, int, int]] = {}
+        for (group, _, _, phase, bound), count in self.counts.items():
+            if phase == "Failed":
+                continue
+            live, on_node, running = result.get(group, (0, 0, 0))
+            result[group] = (live + count, on_node + (count if bound else 0),
+                             running + (count if phase in ("Running", "Succeeded") else 0))
+        return result
+
+    def members_of(self, group: str) -> list[dict]:
+        """Return the pods whose PodGroup is ``group`` (Failed ones too), in the order given."""
+        return [p for p in self.pods if sig.pod_row(p).group == group]
+
+    def pairs(self) -> dict[str, set[tuple[str, str]]]:
+        """Return PodGroup → its members' (ReplicatedJob, Job index) pairs (pods in no group left out)."""
+        pairs: dict[str, set[tuple[str, str]]] = {}
+        for group, rjob, index, _, _ in self.counts:
+            if group:
+                pairs.setdefault(group, set()).add((rjob, index))
+        return pairs
+
+    def rjobs(self) -> set[str]:
+        """Return the ReplicatedJobs named by any pod."""
+        return {key[1] for key in self.counts if key[1]}
+
+
+def tally_pods(pods: Sequence) -> PodTally:
+    """Return the PodTally of ``pods``: each pod read once, with the values :func:`signals.pod_row` reads."""
+    counts = _tally_uniform(pods)
+    if counts is None:
+        counts = _tally_each(pods)
+    return PodTally(pods, counts)
+
+
+_SPEC, _METADATA, _LABELS, _STATUS, _PHASE = (itemgetter(k) for k in ("spec", "metadata", "labels", "status", "phase"))
+_GROUP, _GROUP_NAME = itemgetter("schedulingGroup"), itemgetter("podGroupName")
+_STR_OR_NONE = {str, type(None)}
+
+
+def _tally_uniform(pods: Sequence) -> dict[TallyKey, int] | None:
+    """Return the counts of ``pods`` when every pod has the shape a cluster gives (in a PodGroup, a phase, string
+    labels and node), read column by column in C (``map`` over item getters, ``Counter`` over the rows): a Python
+    step per pod is most of the gates' cost at 50k pods. Returns None when any pod differs, for
+    :func:`_tally_each` to read pod by pod."""
+    get = dict.get
+    try:
+        specs = list(map(_SPEC, pods))
+        labels = list(map(_LABELS, map(_METADATA, pods)))
+        nodes = list(map(get, specs, repeat("nodeName")))  # None while unbound: pod_row reads it as ""
+        if not set(map(type, nodes)) <= _STR_OR_NONE:
+            return None
+        # The other columns stream straight into the Counter, row by row.
+        counts: dict[TallyKey, int] = Counter(zip(
+            map(_GROUP_NAME, map(_GROUP, specs)), map(get, labels, repeat(sig.REPLICATED_JOB_LABEL)),
+            map(get, labels, repeat(sig.JOB_INDEX_LABEL)), map(_PHASE, map(_STATUS, pods)), map(bool, nodes),
+            strict=True))
+    except (KeyError, TypeError, AttributeError):  # TypeError: a value that cannot be hashed
+        return None
+    # The values are checked on the few distinct keys, not on every pod.
+    for group, rjob, index, phase, _ in counts:
+        if not (group and phase and type(group) is str and type(rjob) is str and type(index) is str
+                and type(phase) is str):
+            return None
+    return counts
+
+
+def _tally_each(pods: Sequence) -> dict[TallyKey, int]:
+    """Return the counts of ``pods`` read pod by pod with :func:`signals.pod_row` (any shape, never raises)."""
+    counts: dict[TallyKey, int] = {}
+    for pod in pods:
+        group, rjob, index, phase, node, _ = sig.pod_row(pod)
+        key = (group, rjob, index, phase, node != "")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def plural(count: int, word: str) -> str:
     """Return "1 PodGroup" / "2,048 PodGroups"."""
     return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """The part of :class:`signals.TrainJobFacts` the gates read, with the same values: the full facts also read
+    the creator, the requests per node and the timestamps, which no gate needs (a third of a running job's cost)."""
+
+    uid: str
+    name: str
+    runtime_kind: str
+    runtime_name: str
+    num_nodes: int
+    suspend: bool
+    queue_name: str
+
+
+def gate_facts(trainjob: object) -> GateFacts:
+    """Return the GateFacts of a TrainJob (the fields as :func:`signals.trainjob_facts` reads them)."""
+    meta = sig.metadata(trainjob)
+    tj_spec = sig.spec(trainjob)
+    runtime_ref = sig.as_dict(tj_spec.get("runtimeRef"))
+    raw_nodes = sig.as_dict(tj_spec.get("trainer")).get("numNodes")
+    queue = sig.label_of(trainjob, sig.QUEUE_LABEL)
+    return GateFacts(
+        uid=sig.as_str(meta.get("uid")),
+        name=sig.as_str(meta.get("name")),
+        runtime_kind=sig.as_str(runtime_ref.get("kind")) or "ClusterTrainingRuntime",
+        runtime_name=sig.as_str(runtime_ref.get("name")),
+        num_nodes=sig.as_int(raw_nodes, 1) if raw_nodes is not None else 1,
+        suspend=tj_spec.get("suspend") is True,
+        queue_name=queue,
+    )
 
 
 @dataclass
@@ -219,9 +366,9 @@ class JobView:
     gate: str = ""
 
     @cached_property
-    def facts(self) -> sig.TrainJobFacts:
-        """Return the TrainJob's own facts (name, uid, suspend, queue label, size)."""
-        return sig.trainjob_facts(self.trainjob)
+    def facts(self) -> GateFacts:
+        """Return the TrainJob's own facts the gates read (name, uid, suspend, queue label, size, runtime)."""
+        return gate_facts(self.trainjob)
 
     @cached_property
     def conditions(self) -> dict[str, sig.Condition]:
@@ -234,25 +381,42 @@ class JobView:
         return sig.conditions_of(self.kueue_workload) if self.kueue_workload else {}
 
     @cached_property
-    def scan(self) -> PodScan:
-        """Return the pods read once (group, ReplicatedJob, index, phase, node), grouped by PodGroup."""
-        return scan_pods(self.pods)
-
-    @property
-    def rows(self) -> list[sig.PodRow]:
-        """Return each pod's row."""
-        return self.scan.rows
+    def tally(self) -> PodTally:
+        """Return the pods read once and counted by (PodGroup, ReplicatedJob, Job index, phase, bound)."""
+        return tally_pods(self.pods)
 
     @cached_property
     def groups(self) -> tuple[PodGroupStatus, ...]:
         """Return the PodGroups' statuses, in the order the PodGroups were given."""
-        by_group = self.scan.by_group
-        return tuple(group_status(g, by_group.get(sig.name_of(g), ())) for g in self.pod_groups)
+        if not self.pod_groups:
+            return ()
+        tally = self.tally
+        counts = tally.group_counts()
+        result = []
+        for group, conditions, (_, template) in zip(self.pod_groups, self.group_conditions, self.group_refs,
+                                                    strict=True):
+            name = sig.name_of(group)
+            live, bound, running = counts.get(name, (0, 0, 0))
+            result.append(counted_group_status(group, live, bound, running,
+                                               lambda name=name: tally.members_of(name), conditions, template))
+        return tuple(result)
+
+    @cached_property
+    def group_refs(self) -> tuple[tuple[str, str], ...]:
+        """Return each PodGroup's (Workload name, template name), in the order the PodGroups were given."""
+        return tuple(map(sig.pod_group_workload, self.pod_groups))
+
+    @cached_property
+    def group_conditions(self) -> tuple[dict[str, sig.Condition], ...]:
+        """Return each PodGroup's conditions by type, in the order the PodGroups were given (read once: the
+        statuses, the disruption gate and the preemption note all ask)."""
+        return tuple(map(sig.conditions_of, self.pod_groups))
 
     @cached_property
     def level(self) -> str:
         """Return the gang level the PodGroups were built at."""
-        return level_of_scan(self.pod_groups, self.scan, self.workloads)
+        tally = self.tally
+        return _level(self.pod_groups, bool(self.pods), tally.pairs(), tally.rjobs(), self.workloads, self.group_refs)
 
     @cached_property
     def live_pods(self) -> list[dict]:
@@ -272,7 +436,7 @@ class JobView:
     @cached_property
     def trainer(self) -> tuple[int, int, int]:
         """Return (needed, bound, running) of the trainer's pods (every ReplicatedJob but the initializers)."""
-        return startup.trainer_of_rows(startup.plan_of(self.jobsets), self.rows, self.facts.num_nodes)
+        return startup.trainer_of_counts(startup.plan_of(self.jobsets), self.tally.counts, self.facts.num_nodes)
 
     @cached_property
     def active_groups(self) -> list[PodGroupStatus]:
@@ -284,8 +448,8 @@ class JobView:
     @cached_property
     def preemption_note(self) -> str:
         """Return "; preemption requested (PodGroup …)" for a disrupted gang whose members are still bound."""
-        for group, status in zip(self.pod_groups, self.groups, strict=True):
-            disruption = sig.conditions_of(group).get(sig.DISRUPTION_CONDITION)
+        for group, status, conditions in zip(self.pod_groups, self.groups, self.group_conditions, strict=True):
+            disruption = conditions.get(sig.DISRUPTION_CONDITION)
             if disruption is not None and disruption.true and status.verdict == "placed":
                 return f"; preemption requested (PodGroup {sig.name_of(group)}" + (
                     f": {disruption.message})" if disruption.message else ")")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import signals as sig
 from . import states as st
-from .gates import Admission, JobView
+from .gates import Admission, GateFacts, JobView
 
 # The Trainer controller records a failed reconcile as this Warning Event (trainjob_controller.go); a missing
 # runtime is one (core/clustertrainingruntime.go, core/trainingruntime.go phrase it so).
@@ -27,11 +27,12 @@ def links(view: JobView) -> Admission | None:
         code, message = view.problems[0]
         return view.result(st.UNKNOWN, code, message)
     workload_names = {sig.name_of(w) for w in view.workloads}
-    orphaned = [g for g in view.pod_groups if sig.pod_group_workload(g)[0] and
-                sig.pod_group_workload(g)[0] not in workload_names]
+    orphaned = [(g, workload) for g, (workload, _) in zip(view.pod_groups, view.group_refs, strict=True)
+                if workload and workload not in workload_names]
     if orphaned and not view.workloads:
-        return view.result(st.UNKNOWN, "PodGroupWithoutWorkload", f"PodGroup {sig.name_of(orphaned[0])} refers to "
-                           f"Workload {sig.pod_group_workload(orphaned[0])[0]}, which does not exist")
+        group, workload = orphaned[0]
+        return view.result(st.UNKNOWN, "PodGroupWithoutWorkload", f"PodGroup {sig.name_of(group)} refers to "
+                           f"Workload {workload}, which does not exist")
     if view.missing and view.pod_groups:
         return view.result(st.UNKNOWN, "PodGroupMissing", f"pods refer to PodGroup {view.missing[0]}, which does "
                            "not exist, while the job's other PodGroups do")
@@ -65,7 +66,7 @@ def gate(view: JobView) -> Admission | None:
                        "controller has not created the job's scheduling objects")
 
 
-def reconcile_failure(facts: sig.TrainJobFacts, events: list[dict]) -> tuple[str, str] | None:
+def reconcile_failure(facts: sig.TrainJobFacts | GateFacts, events: list[dict]) -> tuple[str, str] | None:
     """Return (reason, message) from the newest Warning Event of the Trainer controller failing to create this
     TrainJob's objects, or None. A missing runtime is ``TrainingRuntimeNotFound`` with a message naming it."""
     for event in events:

@@ -183,3 +183,22 @@ def trainer_of_rows(plan: Sequence[Step], rows: Sequence[sig.PodRow], num_nodes:
     if not plan:
         needed = live or max(num_nodes, 1)
     return needed, bound, running
+
+
+def trainer_of_counts(plan: Sequence[Step], counts: dict[tuple[str, str, str, str, bool], int], num_nodes: int
+                      ) -> tuple[int, int, int]:
+    """Return :func:`trainer_pods` from the plan and the pods counted by (PodGroup, ReplicatedJob, Job index,
+    phase, bound) (``gates.PodTally.counts``)."""
+    names = {step.name for step in plan if not step.initializer}
+    needed = sum(step.pods for step in plan if not step.initializer)
+    live = bound = running = 0
+    for (_, rjob, _, phase, on_node), count in counts.items():
+        mine = rjob in names if plan else not is_initializer(rjob)
+        if not mine or phase == "Failed":
+            continue
+        live += count
+        bound += count if on_node else 0
+        running += count if phase in ("Running", "Succeeded") else 0
+    if not plan:
+        needed = live or max(num_nodes, 1)
+    return needed, bound, running
