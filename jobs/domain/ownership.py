@@ -37,10 +37,13 @@ _NAMED_KINDS = (TRAINJOB, WORKLOAD, PODGROUP, JOBSET)
 _POD_LABELS = (sig.JOBSET_NAME_LABEL, sig.REPLICATED_JOB_LABEL, sig.JOB_INDEX_LABEL)
 
 
-def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations: bool = False) -> dict:
+def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations: bool = False,
+               share_owners: bool = False) -> dict:
     meta = sig.metadata(obj)
     slim = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                                       "deletionTimestamp", "ownerReferences") if key in meta}
+                                       "deletionTimestamp") if key in meta}
+    if "ownerReferences" in meta:
+        slim["ownerReferences"] = _shared(meta["ownerReferences"]) if share_owners else meta["ownerReferences"]
     all_labels = sig.labels_of(obj)
     kept = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
     if kept:  # an empty dict costs 64 bytes per object; ``signals.labels_of`` reads a missing one as empty
@@ -55,6 +58,41 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
         if manager:
             slim["managedFields"] = [{"manager": manager, "operation": "Update"}]
     return slim
+
+
+_SHARED: dict[int, object] = {}
+_SHARED_LIMIT = 200_000
+
+
+def _frozen(value: object) -> object:
+    """Return a hashable form equal for equal JSON values (dicts and lists told apart); raises TypeError for a value
+    that is not JSON-shaped."""
+    if isinstance(value, dict):
+        return ("d", tuple((key, _frozen(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("l", tuple(_frozen(item) for item in value))
+    hash(value)
+    return value
+
+
+def _shared(value: object) -> object:
+    """Return one shared instance of a JSON value equal to ``value`` (the PodGroups of a job name the same owners,
+    most gangs the same scheduling policy): stored objects are never mutated, so equal parts are kept once. Keyed
+    by hash only (a key per distinct value would cost what sharing saves); a colliding unequal value, or one that
+    cannot be hashed, is returned as it is."""
+    if not isinstance(value, (dict, list)):
+        return value
+    try:
+        key = hash(_frozen(value))
+    except TypeError:
+        return value
+    found = _SHARED.get(key)
+    if found is not None:
+        return found if found == value else value
+    if len(_SHARED) > _SHARED_LIMIT:
+        _SHARED.clear()
+    _SHARED[key] = value
+    return value
 
 
 _OWNERS: dict[tuple, tuple] = {}
@@ -185,8 +223,11 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
         return {**head, "metadata": _slim_meta(obj, labels=()), "spec": startup.slim_jobset_spec(obj),
                 "status": _pick(sig.status(obj), ("replicatedJobsStatus",))}
     if kind == PODGROUP:
-        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _PODGROUP_SPEC),
-                "status": _pick(sig.status(obj), ("conditions",))}
+        spec = _pick(sig.spec(obj), _PODGROUP_SPEC)
+        if "schedulingPolicy" in spec:
+            spec["schedulingPolicy"] = _shared(spec["schedulingPolicy"])
+        return {**head, "metadata": _slim_meta(obj, labels=(), share_owners=True), "spec": spec,
+                "status": {key: _shared(value) for key, value in _pick(sig.status(obj), ("conditions",)).items()}}
     if kind == WORKLOAD:
         return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _WORKLOAD_SPEC)}
     return {**head, "metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
