@@ -56,7 +56,7 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
         # Who created it, when no label/annotation says: the creating field manager (never the fields it owns).
         manager = sig.creating_manager(obj)
         if manager:
-            slim["managedFields"] = [{"manager": manager, "operation": "Update"}]
+            slim["managedFields"] = _shared([{"manager": manager, "operation": "Update"}])
     return slim
 
 
@@ -143,7 +143,7 @@ class PodRecord:
         self.node = sys.intern(text(pod_spec.get("nodeName")))
         self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
         self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
-        self.workload_ref = sig.as_dict(pod_spec.get("workloadRef")) or None
+        self.workload_ref = _shared(sig.as_dict(pod_spec.get("workloadRef"))) or None
         self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
         self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
         self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
@@ -162,8 +162,9 @@ class PodRecord:
             if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
                 scheduled = condition
                 break
-        self.scheduled = (text(scheduled.get("status")), text(scheduled.get("reason")),
-                          text(scheduled.get("message"))[:500]) if scheduled else None
+        # Shared too: the pods of a gang wait for the same reason.
+        self.scheduled = _shared_owners((text(scheduled.get("status")), text(scheduled.get("reason")),
+                                         text(scheduled.get("message"))[:500])) if scheduled else None
 
     def as_object(self) -> dict:
         """Return the pod as a (minimal) Kubernetes object dict."""
@@ -212,10 +213,11 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
                                               "eventTime", "involvedObject", "regarding", "note")
                 if key in obj} | {"metadata": _slim_meta(obj, labels=())}
     if kind == TRAINJOB:
-        spec = _pick(sig.spec(obj), _TRAINJOB_SPEC)
+        # Jobs of one runtime name the same runtime and mostly ask the same shape: those parts are kept once.
+        spec = {key: _shared(value) for key, value in _pick(sig.spec(obj), _TRAINJOB_SPEC).items()}
         trainer = sig.as_dict(sig.spec(obj).get("trainer"))
         if trainer:
-            spec["trainer"] = _pick(trainer, _TRAINER_SPEC)
+            spec["trainer"] = _shared(_pick(trainer, _TRAINER_SPEC))
         return {**head, "metadata": _slim_meta(obj, annotations=True), "spec": spec,
                 "status": _pick(sig.status(obj), ("conditions", "jobsStatus"))}
     if kind == JOBSET:
@@ -229,7 +231,10 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
         return {**head, "metadata": _slim_meta(obj, labels=(), share_owners=True), "spec": spec,
                 "status": {key: _shared(value) for key, value in _pick(sig.status(obj), ("conditions",)).items()}}
     if kind == WORKLOAD:
-        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _WORKLOAD_SPEC)}
+        spec = _pick(sig.spec(obj), _WORKLOAD_SPEC)
+        if "podGroupTemplates" in spec:  # the same templates for every job of a runtime
+            spec["podGroupTemplates"] = _shared(spec["podGroupTemplates"])
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": spec}
     return {**head, "metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
 
 
