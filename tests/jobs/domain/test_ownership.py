@@ -119,14 +119,15 @@ def test_a_change_of_nothing_the_tracker_keeps_affects_no_job():
 
 
 def test_reverse_links_keep_every_member_through_their_compact_forms():
-    from jobs.domain.ownership import _Links
+    from jobs.domain.ownership import _SMALL, _Links
 
     links = _Links()
-    uids = [f"u{i}" for i in range(12)]  # one (a str), a few (a tuple), many (a set)
+    uids = [f"u{i}" for i in range(_SMALL + 4)]  # one (a str), a few (a tuple), many (a set)
     for count, uid in enumerate(uids, start=1):
         links.add("k", uid)
         links.add("k", uid)  # twice: still once
         assert sorted(links.members("k")) == sorted(uids[:count])
+    assert isinstance(links["k"], set)
     for count, uid in enumerate(reversed(uids), start=1):
         links.discard("k", uid)
         links.discard("k", "never-added")
