@@ -21,9 +21,10 @@ class TrainJob(models.Model):
     """The tracked state of one TrainJob on one cluster (keyed by cluster and UID: a re-created job with the same
     name is a new row; two clusters may hand out the same UID)."""
 
-    # Deleting a cluster from the portal forgets what was tracked on it (disable it to keep the history).
+    # Deleting a cluster from the portal forgets what was tracked on it (disable it to keep the history). No index
+    # of its own: the unique (cluster, uid) constraint leads with it, and every tracker write maintains each index.
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="trainjobs",
-                                default=default_cluster_id)
+                                default=default_cluster_id, db_index=False)
     uid = models.CharField(max_length=64)
     namespace = models.CharField(max_length=63)
     name = models.CharField(max_length=253)
@@ -72,7 +73,6 @@ class TrainJob(models.Model):
             models.Index(fields=["namespace", "name"], name="jobs_tj_ns_name"),
             models.Index(fields=["state", "since"], name="jobs_tj_state_since"),
             models.Index(fields=["runtime_name"], name="jobs_tj_runtime"),
-            models.Index(fields=["level"], name="jobs_tj_level"),
             models.Index(fields=["queue_name"], name="jobs_tj_queue"),
             models.Index(fields=["-submitted_at", "-id"], name="jobs_tj_order"),
             models.Index(fields=["namespace", "-submitted_at", "-id"], name="jobs_tj_ns_order"),

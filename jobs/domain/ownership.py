@@ -37,10 +37,13 @@ _NAMED_KINDS = (TRAINJOB, WORKLOAD, PODGROUP, JOBSET)
 _POD_LABELS = (sig.JOBSET_NAME_LABEL, sig.REPLICATED_JOB_LABEL, sig.JOB_INDEX_LABEL)
 
 
-def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations: bool = False) -> dict:
+def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations: bool = False,
+               share_owners: bool = False) -> dict:
     meta = sig.metadata(obj)
     slim = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                                       "deletionTimestamp", "ownerReferences") if key in meta}
+                                       "deletionTimestamp") if key in meta}
+    if "ownerReferences" in meta:
+        slim["ownerReferences"] = _shared(meta["ownerReferences"]) if share_owners else meta["ownerReferences"]
     all_labels = sig.labels_of(obj)
     kept = all_labels if labels is None else {k: all_labels[k] for k in labels if k in all_labels}
     if kept:  # an empty dict costs 64 bytes per object; ``signals.labels_of`` reads a missing one as empty
@@ -53,8 +56,43 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
         # Who created it, when no label/annotation says: the creating field manager (never the fields it owns).
         manager = sig.creating_manager(obj)
         if manager:
-            slim["managedFields"] = [{"manager": manager, "operation": "Update"}]
+            slim["managedFields"] = _shared([{"manager": manager, "operation": "Update"}])
     return slim
+
+
+_SHARED: dict[int, object] = {}
+_SHARED_LIMIT = 200_000
+
+
+def _frozen(value: object) -> object:
+    """Return a hashable form equal for equal JSON values (dicts and lists told apart); raises TypeError for a value
+    that is not JSON-shaped."""
+    if isinstance(value, dict):
+        return ("d", tuple((key, _frozen(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("l", tuple(_frozen(item) for item in value))
+    hash(value)
+    return value
+
+
+def _shared(value: object) -> object:
+    """Return one shared instance of a JSON value equal to ``value`` (the PodGroups of a job name the same owners,
+    most gangs the same scheduling policy): stored objects are never mutated, so equal parts are kept once. Keyed
+    by hash only (a key per distinct value would cost what sharing saves); a colliding unequal value, or one that
+    cannot be hashed, is returned as it is."""
+    if not isinstance(value, (dict, list)):
+        return value
+    try:
+        key = hash(_frozen(value))
+    except TypeError:
+        return value
+    found = _SHARED.get(key)
+    if found is not None:
+        return found if found == value else value
+    if len(_SHARED) > _SHARED_LIMIT:
+        _SHARED.clear()
+    _SHARED[key] = value
+    return value
 
 
 _OWNERS: dict[tuple, tuple] = {}
@@ -105,7 +143,7 @@ class PodRecord:
         self.node = sys.intern(text(pod_spec.get("nodeName")))
         self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
         self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
-        self.workload_ref = sig.as_dict(pod_spec.get("workloadRef")) or None
+        self.workload_ref = _shared(sig.as_dict(pod_spec.get("workloadRef"))) or None
         self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
         self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
         self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
@@ -124,8 +162,9 @@ class PodRecord:
             if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
                 scheduled = condition
                 break
-        self.scheduled = (text(scheduled.get("status")), text(scheduled.get("reason")),
-                          text(scheduled.get("message"))[:500]) if scheduled else None
+        # Shared too: the pods of a gang wait for the same reason.
+        self.scheduled = _shared_owners((text(scheduled.get("status")), text(scheduled.get("reason")),
+                                         text(scheduled.get("message"))[:500])) if scheduled else None
 
     def as_object(self) -> dict:
         """Return the pod as a (minimal) Kubernetes object dict."""
@@ -174,10 +213,11 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
                                               "eventTime", "involvedObject", "regarding", "note")
                 if key in obj} | {"metadata": _slim_meta(obj, labels=())}
     if kind == TRAINJOB:
-        spec = _pick(sig.spec(obj), _TRAINJOB_SPEC)
+        # Jobs of one runtime name the same runtime and mostly ask the same shape: those parts are kept once.
+        spec = {key: _shared(value) for key, value in _pick(sig.spec(obj), _TRAINJOB_SPEC).items()}
         trainer = sig.as_dict(sig.spec(obj).get("trainer"))
         if trainer:
-            spec["trainer"] = _pick(trainer, _TRAINER_SPEC)
+            spec["trainer"] = _shared(_pick(trainer, _TRAINER_SPEC))
         return {**head, "metadata": _slim_meta(obj, annotations=True), "spec": spec,
                 "status": _pick(sig.status(obj), ("conditions", "jobsStatus"))}
     if kind == JOBSET:
@@ -185,10 +225,16 @@ def slim(kind: str, obj: dict) -> dict | PodRecord:
         return {**head, "metadata": _slim_meta(obj, labels=()), "spec": startup.slim_jobset_spec(obj),
                 "status": _pick(sig.status(obj), ("replicatedJobsStatus",))}
     if kind == PODGROUP:
-        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _PODGROUP_SPEC),
-                "status": _pick(sig.status(obj), ("conditions",))}
+        spec = _pick(sig.spec(obj), _PODGROUP_SPEC)
+        if "schedulingPolicy" in spec:
+            spec["schedulingPolicy"] = _shared(spec["schedulingPolicy"])
+        return {**head, "metadata": _slim_meta(obj, labels=(), share_owners=True), "spec": spec,
+                "status": {key: _shared(value) for key, value in _pick(sig.status(obj), ("conditions",)).items()}}
     if kind == WORKLOAD:
-        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": _pick(sig.spec(obj), _WORKLOAD_SPEC)}
+        spec = _pick(sig.spec(obj), _WORKLOAD_SPEC)
+        if "podGroupTemplates" in spec:  # the same templates for every job of a runtime
+            spec["podGroupTemplates"] = _shared(spec["podGroupTemplates"])
+        return {**head, "metadata": _slim_meta(obj, labels=()), "spec": spec}
     return {**head, "metadata": _slim_meta(obj), "spec": sig.spec(obj), "status": sig.status(obj)}
 
 
@@ -231,13 +277,14 @@ class JobTree:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
-_SMALL = 8
+_SMALL = 32
 
 
 class _Links(dict):
     """A reverse table: key → the uids filed under it, stored as compactly as they come (most keys file one uid:
     a bare str costs nothing beyond the uid itself, a tuple 8 bytes a member, a set at least 216 bytes). A key with
-    more than ``_SMALL`` uids gets a set, so adding stays O(1) for a 10,000-pod PodGroup."""
+    more than ``_SMALL`` uids gets a set, so adding stays O(1) for a 10,000-pod PodGroup; up to it a tuple (a
+    job owns a dozen or two objects: a tuple of 14 costs 168 bytes, a set of 14 about 730)."""
 
     __slots__ = ()
 

@@ -119,16 +119,32 @@ def test_a_change_of_nothing_the_tracker_keeps_affects_no_job():
 
 
 def test_reverse_links_keep_every_member_through_their_compact_forms():
-    from jobs.domain.ownership import _Links
+    from jobs.domain.ownership import _SMALL, _Links
 
     links = _Links()
-    uids = [f"u{i}" for i in range(12)]  # one (a str), a few (a tuple), many (a set)
+    uids = [f"u{i}" for i in range(_SMALL + 4)]  # one (a str), a few (a tuple), many (a set)
     for count, uid in enumerate(uids, start=1):
         links.add("k", uid)
         links.add("k", uid)  # twice: still once
         assert sorted(links.members("k")) == sorted(uids[:count])
+    assert isinstance(links["k"], set)
     for count, uid in enumerate(reversed(uids), start=1):
         links.discard("k", uid)
         links.discard("k", "never-added")
         assert sorted(links.members("k")) == sorted(uids[:len(uids) - count])
     assert "k" not in links and links.members("k") == ()
+
+
+def test_equal_parts_of_pod_groups_are_stored_once_and_unequal_ones_apart():
+    job = o.trainjob("j", "u1")
+    wl = o.workload(job)
+    a = o.pod_group(job, wl, template="node", suffix="a", min_count=5)
+    b = o.pod_group(job, wl, template="node", suffix="b", min_count=5)
+    c = o.pod_group(job, wl, template="node", suffix="c", min_count=4)
+    other = o.pod_group(o.trainjob("k", "u2"), wl, template="node", suffix="a", min_count=5)
+    sa, sb, sc, so = (slim(PODGROUP, g) for g in (a, b, c, other))
+    assert sa["metadata"]["ownerReferences"] is sb["metadata"]["ownerReferences"]
+    assert sa["spec"]["schedulingPolicy"] is sb["spec"]["schedulingPolicy"]
+    assert sc["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+    assert so["metadata"]["ownerReferences"] == other["metadata"]["ownerReferences"]
+    assert so["metadata"]["ownerReferences"][0]["uid"] == "u2"
