@@ -103,7 +103,8 @@ class WorkerProcess:
     def publisher(self) -> Celery:
         """Return a Celery app that publishes to this worker's broker and queue."""
         if self._publisher is None:
-            app = Celery("trainer-portal-test-publisher", broker=self.broker_url)
+            # Not the current app: the portal's shared tasks must keep publishing through the portal's own app.
+            app = Celery("trainer-portal-test-publisher", broker=self.broker_url, set_as_current=False)
             if self.broker_url.startswith(("atomicfs", "filesystem")):
                 app.conf.broker_transport_options = {
                     "data_folder_in": str(self.var_dir / "broker"),
