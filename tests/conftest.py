@@ -23,7 +23,7 @@ SLOW_TESTS_FILE = Path(__file__).with_name("slow_tests.txt")
 
 
 def _measured_slow_tests() -> frozenset[str]:
-    """Return the node ids (without parameters) listed in tests/slow_tests.txt: the tests measured slow."""
+    """Return the node ids listed in tests/slow_tests.txt: the test cases measured slow."""
     lines = SLOW_TESTS_FILE.read_text(encoding="utf-8").splitlines() if SLOW_TESTS_FILE.exists() else []
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config, items):
     """Mark the tests measured slow (tests/slow_tests.txt) ``slow``, so ``make test-fast`` can leave them out."""
     slow = _measured_slow_tests()
     for item in items:
-        if item.nodeid.split("[", 1)[0] in slow:
+        if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
 
 
