@@ -9,6 +9,8 @@ import ipaddress
 import json
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as LookupTimeout
 from urllib.parse import urlsplit
 
 import requests
@@ -18,6 +20,9 @@ from .base import Message, TransportError
 
 # Cloud metadata services that are not link-local (AWS's IPv6 endpoint; Alibaba's).
 METADATA_ADDRESSES = frozenset({ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")})
+# A web request checks a new channel's host: a hung resolver must not hold the web worker longer than this.
+RESOLVE_TIMEOUT_SECONDS = 3.0
+_resolver = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-resolve")
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -27,14 +32,18 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 
 def refused_address(url: str) -> str:
-    """Return why ``url`` may not be called ("" when it may): not http(s), no host, or a host that resolves to a
-    link-local, metadata, multicast or unspecified address (unless ``NOTIFICATIONS_ALLOW_LINK_LOCAL``)."""
+    """Return why ``url`` may not be called ("" when it may): not http(s), no host, a host that does not resolve
+    within RESOLVE_TIMEOUT_SECONDS, or one that resolves to a link-local, metadata, multicast or unspecified address
+    (unless ``NOTIFICATIONS_ALLOW_LINK_LOCAL``)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "the URL must be http:// or https:// with a host"
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        infos = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
+        lookup = _resolver.submit(socket.getaddrinfo, parts.hostname, port, proto=socket.IPPROTO_TCP)
+        infos = lookup.result(timeout=RESOLVE_TIMEOUT_SECONDS)
+    except LookupTimeout:
+        return f"the host did not resolve within {RESOLVE_TIMEOUT_SECONDS:g} s"
     except (OSError, ValueError) as exc:
         return f"the host does not resolve ({exc})"
     for info in infos:
