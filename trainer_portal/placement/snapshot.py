@@ -7,7 +7,8 @@ bits and an interned code for the node's set of NoSchedule/NoExecute taints (che
 once per distinct taint set, not once per node).
 
 Built from Node and Pod objects (`from_objects`) and kept current by single watch events (`apply_node_event`,
-`apply_pod_event`), each O(1) amortised: arrays grow by doubling, quantities are parsed through a cache.
+`apply_pod_event`), each O(1) amortised: arrays grow by a quarter (or exactly to a relist's size, `reserve`),
+quantities are parsed through a cache.
 A pod counts against its node while it is bound (`spec.nodeName`) and not terminal (Succeeded/Failed); every pod's
 last contribution is remembered so repeated or out-of-order events are idempotent.
 """
@@ -153,6 +154,10 @@ def tolerates(tolerations: Iterable[dict], taint: tuple[str, str, str]) -> bool:
     return False
 
 
+_NODE_COLUMNS = ("alloc_gpu", "alloc_cpu", "alloc_mem", "alloc_pods", "used_gpu", "used_cpu", "used_mem", "used_pods",
+                 "flags", "missing", "taint_code")
+
+
 class ClusterSnapshot:
     """Columnar node inventory; see the module docstring. Not thread-safe: copy() before sharing."""
 
@@ -182,8 +187,13 @@ class ClusterSnapshot:
         self.domain_value: list[list[str]] = [[] for _ in range(DOMAIN_LEVELS)]
         self.taint_sets: list[frozenset] = [frozenset()]
         self._taint_codes: dict[frozenset, int] = {frozenset(): 0}
-        # Pods: key -> (row or -1, gpu, cpu, mem) of the contribution currently applied (or pending a node).
-        self._pods: dict[str, tuple[int, int, int, int]] = {}
+        # Pods: key -> the contribution currently applied, one int: request code << 32 | row (see _pod_entry). An int
+        # costs 32 bytes where a (row, gpu, cpu, mem) tuple cost 104; pods of a job share their request code.
+        self._pods: dict[str, int] = {}
+        self._requests: list[tuple[int, int, int] | None] = []  # request code -> (gpu, cpu, mem); None once unused
+        self._request_codes: dict[tuple[int, int, int], int] = {}
+        self._request_pods: list[int] = []  # request code -> number of pods in _pods holding it
+        self._free_requests: list[int] = []
         self._pending: dict[str, dict[str, tuple[int, int, int]]] = {}
         self._pod_node: dict[str, str] = {}
         self.version = next_stamp()  # renewed on every change that can alter a placement
@@ -210,18 +220,27 @@ class ClusterSnapshot:
         snapshot.pods_resource_version = pods_resource_version or snapshot.pods_resource_version
         return snapshot
 
+    def reserve(self, rows: int) -> None:
+        """Make room for exactly `rows` rows when there is less (a relist knows its size: growing by steps would leave
+        up to a quarter of every column unused). Never shrinks; raises nothing."""
+        if rows > self._capacity:
+            self._resize(rows)
+
     def _grow(self) -> None:
-        new = self._capacity * 2
-        for name in ("alloc_gpu", "alloc_cpu", "alloc_mem", "alloc_pods", "used_gpu", "used_cpu", "used_mem",
-                     "used_pods", "flags", "missing", "taint_code"):
+        # A quarter more, not double: a watcher keeps its snapshot for days, and the spare rows are memory it holds;
+        # growth stays amortised O(1) per added node.
+        self._resize(self._capacity + max(self._capacity // 4, 16))
+
+    def _resize(self, capacity: int) -> None:
+        for name in _NODE_COLUMNS:
             old = getattr(self, name)
-            grown = np.zeros(new, old.dtype)
-            grown[: self._capacity] = old
+            grown = np.zeros(capacity, old.dtype)
+            grown[: self.size] = old[: self.size]
             setattr(self, name, grown)
-        domain = np.zeros((DOMAIN_LEVELS, new), np.int32)
-        domain[:, : self._capacity] = self.domain
+        domain = np.zeros((DOMAIN_LEVELS, capacity), np.int32)
+        domain[:, : self.size] = self.domain[:, : self.size]
         self.domain = domain
-        self._capacity = new
+        self._capacity = capacity
 
     def _intern_domain(self, level: int, parent: int, value: str) -> int:
         ids = self._domain_ids[level]
@@ -285,7 +304,8 @@ class ClusterSnapshot:
         self.version = next_stamp()
         if new_node and name in self._pending:
             for key, (gpu, cpu, mem) in self._pending.pop(name).items():
-                self._pods[key] = (row, gpu, cpu, mem)
+                self._pod_node.pop(key, None)  # no longer waiting: its contribution now sits in _pods
+                self._pods[key] = self._pod_entry(row, (gpu, cpu, mem))
                 self._add_usage(row, gpu, cpu, mem, 1)
         return row
 
@@ -349,14 +369,35 @@ class ClusterSnapshot:
             self._pending.setdefault(node_name, {})[key] = (gpu, cpu, mem)
             self._pod_node[key] = node_name
             return
-        self._pods[key] = (row, gpu, cpu, mem)
+        self._pods[key] = self._pod_entry(row, (gpu, cpu, mem))
         self._add_usage(row, gpu, cpu, mem, 1)
         self.version = next_stamp()
+
+    def _pod_entry(self, row: int, request: tuple[int, int, int]) -> int:
+        """Return the `_pods` value of a pod on `row` requesting (gpu, cpu, mem), counting one more holder of it."""
+        code = self._request_codes.get(request)
+        if code is None:
+            if self._free_requests:
+                code = self._free_requests.pop()
+                self._requests[code] = request
+            else:
+                code = len(self._requests)
+                self._requests.append(request)
+                self._request_pods.append(0)
+            self._request_codes[request] = code
+        self._request_pods[code] += 1
+        return code << 32 | row
 
     def _remove_pod(self, key: str) -> None:
         previous = self._pods.pop(key, None)
         if previous is not None:
-            row, gpu, cpu, mem = previous
+            row, code = previous & 0xFFFFFFFF, previous >> 32
+            gpu, cpu, mem = self._requests[code]
+            self._request_pods[code] -= 1
+            if not self._request_pods[code]:
+                del self._request_codes[self._requests[code]]
+                self._requests[code] = None
+                self._free_requests.append(code)
             self._add_usage(row, -gpu, -cpu, -mem, -1)
             self.version = next_stamp()
             return
@@ -384,6 +425,14 @@ class ClusterSnapshot:
     def pod_count(self) -> int:
         """Return the number of pods counted against nodes."""
         return len(self._pods)
+
+    def holds_pod(self, key: str) -> bool:
+        """Return True when the pod "<namespace>/<name>" counts against a node or waits for its node to appear."""
+        return key in self._pods or key in self._pod_node
+
+    def held_pod_keys(self) -> list[str]:
+        """Return the keys of the pods `holds_pod` is True for."""
+        return [*self._pods, *self._pod_node]
 
     def free(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Return the free (GPU, milli-CPU, memory bytes, pods) per row (allocatable − used; may be negative)."""
@@ -510,7 +559,7 @@ class ClusterSnapshot:
         names = sys.getsizeof(self.row_of) + sys.getsizeof(self.names) + sum(sys.getsizeof(n) for n in self.names)
         domains = sum(sys.getsizeof(ids) for ids in self._domain_ids) + sum(
             sys.getsizeof(v) for values in self.domain_value for v in values)
-        pods = sys.getsizeof(self._pods) + sum(sys.getsizeof(k) + 72 for k in self._pods)
+        pods = sys.getsizeof(self._pods) + sum(sys.getsizeof(k) + 32 for k in self._pods)
         return {"node_arrays": arrays, "node_names": names, "domains": domains, "pods": pods}
 
     def nbytes_per_node(self) -> float:

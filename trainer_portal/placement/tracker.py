@@ -6,11 +6,12 @@ decides when to save `to_live()`. The topology label keys are passed in, never r
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from trainer_portal.placement.snapshot import ADDED, DELETED, MODIFIED, PRESENT, ClusterSnapshot, TopologyKeys
 
@@ -57,14 +58,42 @@ class LiveSnapshot:
         ]
 
 
+class _SameAsNodeName:
+    """The value of a node label that equals the node's own name (``kubernetes.io/hostname``, usually)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<the node's name>"
+
+
+NODE_NAME = _SameAsNodeName()
+NO_LABEL_SET = -1  # a row whose node is not (or no longer) known to the tracker
+
+
 class TopologyTracker:
-    """Applies relists and watch events of nodes and pods to one snapshot. Not thread-safe (one consumer)."""
+    """Applies relists and watch events of nodes and pods to one snapshot. Not thread-safe (one consumer).
+
+    Besides the snapshot it keeps what the label picker counts: each node's labels as a code into a table of
+    distinct label sets (a rack's nodes share one: the value equal to the node's name is stored as `NODE_NAME`),
+    one code and one arrival number per snapshot row, and the keys of the pods the snapshot does not hold (unbound
+    or finished), which a relist must still be able to delete.
+    """
 
     def __init__(self, keys: TopologyKeys) -> None:
         self.keys = keys
         self.snapshot = ClusterSnapshot(self.keys)
-        self.node_labels: dict[str, tuple[str, ...]] = {}  # name → (key, value, key, value, …): see _flat_labels
-        self.pod_keys: set[str] = set()
+        self._label_set_of_row = np.full(0, NO_LABEL_SET, np.int32)
+        # Arrival number of each row's node: the label counts list values in the order nodes arrived, as a dict of
+        # nodes by name would (a deleted node that comes back arrives again).
+        self._arrival_of_row = np.zeros(0, np.int64)
+        self._arrivals = 0
+        self._label_sets: list[tuple | None] = []  # code → (key, value, key, value, …); None once unused
+        self._label_set_codes: dict[tuple, int] = {}
+        self._label_set_nodes: list[int] = []  # code → number of nodes carrying it
+        self._free_label_sets: list[int] = []
+        self._label_keys: dict[str, str] = {}  # one string object per label key across all label sets
+        self._unheld_pods: set[str] = set()
         self.nodes_listed = False
         self.pods_listed = False
         self.changed = False
@@ -74,14 +103,29 @@ class TopologyTracker:
         """Return True once both nodes and pods have been listed."""
         return self.nodes_listed and self.pods_listed
 
+    @property
+    def node_labels(self) -> dict[str, tuple]:
+        """Return ``{name: (key, value, key, value, …)}`` of the known nodes, in arrival order (built on each call)."""
+        names = self.snapshot.names
+        return {names[row]: self._labels_of(row) for row in self._known_rows().tolist()}
+
+    @property
+    def pod_keys(self) -> set[str]:
+        """Return the "<namespace>/<name>" of every known pod (built on each call)."""
+        return {*self.snapshot.held_pod_keys(), *self._unheld_pods}
+
     def relist_nodes(self, items: list[dict], resource_version: str) -> None:
         """Replace the known nodes by ``items``: nodes not listed are deleted, the others added or updated."""
         listed = {obj["metadata"]["name"] for obj in items}
-        for name in list(self.node_labels):
-            if name not in listed:
-                self.apply_node(DELETED, {"metadata": {"name": name}})
+        names = self.snapshot.names
+        for row in self._known_rows().tolist():
+            if names[row] not in listed:
+                self.apply_node(DELETED, {"metadata": {"name": names[row]}})
+        rows = self.snapshot.size + sum(1 for name in listed if name not in self.snapshot.row_of)
+        self.snapshot.reserve(rows)
+        self._reserve_rows(rows)
         for obj in items:
-            self.apply_node(MODIFIED if obj["metadata"]["name"] in self.node_labels else ADDED, obj)
+            self.apply_node(MODIFIED if self._is_known(obj["metadata"]["name"]) else ADDED, obj)
         self.snapshot.nodes_resource_version = resource_version
         self.nodes_listed = True
 
@@ -100,29 +144,123 @@ class TopologyTracker:
     def apply_node(self, event_type: str, node: dict) -> None:
         """Apply one node event (ADDED, MODIFIED, DELETED); raises KeyError/ValueError for a malformed node."""
         name = node["metadata"]["name"]
-        self.snapshot.apply_node_event(event_type, node)
+        row = self.snapshot.apply_node_event(event_type, node)
         if event_type == DELETED:
-            self.node_labels.pop(name, None)
+            if row >= 0 and self._is_known(name):
+                self._release_label_set(int(self._label_set_of_row[row]))
+                self._label_set_of_row[row] = NO_LABEL_SET
         else:
-            self.node_labels[name] = _flat_labels((node.get("metadata") or {}).get("labels") or {})
+            if row >= len(self._label_set_of_row):
+                self._reserve_rows(max(row + 1, len(self._label_set_of_row) * 5 // 4))
+            code = self._acquire_label_set(name, (node.get("metadata") or {}).get("labels") or {})
+            previous = int(self._label_set_of_row[row])
+            if previous == NO_LABEL_SET:
+                self._arrival_of_row[row] = self._arrivals
+                self._arrivals += 1
+            else:
+                self._release_label_set(previous)
+            self._label_set_of_row[row] = code
         self.changed = True
 
     def apply_pod(self, event_type: str, pod: dict) -> None:
         """Apply one pod event (ADDED, MODIFIED, DELETED); raises KeyError/ValueError for a malformed pod."""
         self.snapshot.apply_pod_event(event_type, pod)
         key = pod_key(pod)
-        if event_type == DELETED:
-            self.pod_keys.discard(key)
+        # The snapshot already keeps the key of every pod it counts (or that waits for its node): only the others
+        # need one here.
+        if event_type == DELETED or self.snapshot.holds_pod(key):
+            self._unheld_pods.discard(key)
         else:
-            self.pod_keys.add(key)
+            self._unheld_pods.add(key)
         self.changed = True
 
+    def _is_known(self, name: str) -> bool:
+        row = self.snapshot.row_of.get(name)
+        return row is not None and row < len(self._label_set_of_row) and self._label_set_of_row[row] != NO_LABEL_SET
+
+    def _known_rows(self) -> np.ndarray:
+        """Return the rows of the known nodes in arrival order."""
+        rows = np.flatnonzero(self._label_set_of_row != NO_LABEL_SET)
+        return rows[np.argsort(self._arrival_of_row[rows], kind="stable")]
+
+    def _reserve_rows(self, rows: int) -> None:
+        if rows > len(self._label_set_of_row):
+            codes = np.full(rows, NO_LABEL_SET, np.int32)
+            codes[: len(self._label_set_of_row)] = self._label_set_of_row
+            arrivals = np.zeros(rows, np.int64)
+            arrivals[: len(self._arrival_of_row)] = self._arrival_of_row
+            self._label_set_of_row, self._arrival_of_row = codes, arrivals
+
+    def _labels_of(self, row: int) -> tuple:
+        """Return the row's labels as ``(key, value, key, value, …)``."""
+        labels = self._label_sets[int(self._label_set_of_row[row])]
+        if NODE_NAME not in labels:
+            return labels
+        name = self.snapshot.names[row]
+        return tuple(name if part is NODE_NAME else part for part in labels)
+
+    def _acquire_label_set(self, name: str, labels: dict) -> int:
+        """Return the code of the label set ``labels`` of node ``name``, counting one more node carrying it."""
+        flat = []
+        for key, value in labels.items():
+            if value == name:
+                value = NODE_NAME
+            elif getattr(value, "__hash__", None) is None:
+                value = repr(value)  # never from the API server (label values are strings); keeps the set a key
+            flat.append(self._label_keys.setdefault(key, key))
+            flat.append(value)
+        label_set = tuple(flat)
+        code = self._label_set_codes.get(label_set)
+        if code is None:
+            if self._free_label_sets:
+                code = self._free_label_sets.pop()
+                self._label_sets[code] = label_set
+            else:
+                code = len(self._label_sets)
+                self._label_sets.append(label_set)
+                self._label_set_nodes.append(0)
+            self._label_set_codes[label_set] = code
+        self._label_set_nodes[code] += 1
+        return code
+
+    def _release_label_set(self, code: int) -> None:
+        self._label_set_nodes[code] -= 1
+        if not self._label_set_nodes[code]:
+            del self._label_set_codes[self._label_sets[code]]
+            self._label_sets[code] = None
+            self._free_label_sets.append(code)
+
     def _label_counters(self) -> dict[str, Counter]:
+        """Return ``{key: Counter(value → nodes)}``, keys and values in the order of the first node carrying them."""
+        rows = self._known_rows()
+        codes = self._label_set_of_row[rows]
+        distinct, first = np.unique(codes, return_index=True)
         per_key: dict[str, Counter] = {}
-        for labels in self.node_labels.values():
-            pairs = iter(labels)
+        per_node_keys: dict[str, dict[int, object]] = {}  # keys some node carries its own name as: code → value
+        # The first node carrying a (key, value) carries a label set no earlier-arrived set contains, so walking the
+        # sets in the order of their first node inserts keys and values as walking the nodes would.
+        for code in distinct[np.argsort(first, kind="stable")].tolist():
+            pairs = iter(self._label_sets[code])
             for key, value in zip(pairs, pairs, strict=True):
-                per_key.setdefault(key, Counter())[value] += 1
+                counter = per_key.setdefault(key, Counter())
+                if value is NODE_NAME:
+                    per_node_keys.setdefault(key, {})
+                else:
+                    counter[value] += self._label_set_nodes[code]
+        if per_node_keys:
+            # Values equal to the node names interleave with the shared ones: these keys are counted node by node.
+            for code in distinct.tolist():
+                pairs = iter(self._label_sets[code])
+                for key, value in zip(pairs, pairs, strict=True):
+                    if key in per_node_keys:
+                        per_node_keys[key][code] = value
+            names = self.snapshot.names
+            for key, value_of in per_node_keys.items():
+                counter = per_key[key] = Counter()
+                for row, code in zip(rows.tolist(), codes.tolist(), strict=True):
+                    value = value_of.get(code, value_of)
+                    if value is not value_of:
+                        counter[names[row] if value is NODE_NAME else value] += 1
         return per_key
 
     def label_counts(self) -> dict[str, dict[str, int]]:
@@ -144,16 +282,6 @@ class TopologyTracker:
             stats=stats or {},
             label_totals=self.label_totals(),
         )
-
-
-def _flat_labels(labels: dict) -> tuple:
-    """Return a node's labels as one flat tuple ``(key, value, key, value, …)`` of interned strings.
-
-    The tracker keeps every node's labels (for the label picker's counts): a dict per node costs ~200 bytes and
-    every node repeats the same keys and mostly the same values (zone, block, rack, instance type); a flat tuple of
-    shared strings costs 8 bytes a string.
-    """
-    return tuple(sys.intern(part) if isinstance(part, str) else part for pair in labels.items() for part in pair)
 
 
 def pod_key(pod: dict) -> str:
