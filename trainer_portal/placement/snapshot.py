@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainer_portal.placement.names import NodeNames, NodeRows
 from trainer_portal.placement.quantities import CPU, GPU, MEMORY, PODS, QuantityError, parse_resource, to_base_units
 
 LEVEL_NAMES = ("zone", "block", "rack", "host")
@@ -179,8 +180,10 @@ class ClusterSnapshot:
         self.flags = np.zeros(cap, np.uint8)
         self.missing = np.zeros(cap, np.uint8)  # bit l set: the label of level l is absent
         self.taint_code = np.zeros(cap, np.int32)
-        self.names: list[str] = []
-        self.row_of: dict[str, int] = {}
+        # Row → name and name → row, packed (see names.py). A snapshot decoded from the store and its copies hold a
+        # plain list and dict instead: everything here only appends to `names` and looks names up in `row_of`.
+        self.names: NodeNames | list[str] = NodeNames()
+        self.row_of: NodeRows | dict[str, int] = self.names.rows
         # Domain tree: level l domain id -> (parent id at level l-1 or -1, label value).
         self._domain_ids: list[dict[tuple[int, str], int]] = [{} for _ in range(DOMAIN_LEVELS)]
         self.domain_parent: list[list[int]] = [[] for _ in range(DOMAIN_LEVELS)]
@@ -289,7 +292,8 @@ class ClusterSnapshot:
             row = self.size
             self.size += 1
             self.names.append(name)
-            self.row_of[name] = row
+            if not isinstance(self.row_of, NodeRows):  # NodeNames.append indexed it already
+                self.row_of[name] = row
         old_domains = (int(self.domain[0, row]), int(self.domain[1, row]), int(self.domain[2, row]))
         old_missing, old_flags = int(self.missing[row]), int(self.flags[row])
         self._fill_node(row, node, metadata)
@@ -479,7 +483,8 @@ class ClusterSnapshot:
         """Return each row's position in the lexicographic order of node names (cached until rows change)."""
         cached = self._derived.get("names")
         if cached is None:
-            order = sorted(range(self.size), key=self.names.__getitem__)
+            names = list(self.names)  # decoded once, not once per comparison (NodeNames decodes on access)
+            order = sorted(range(self.size), key=names.__getitem__)
             cached = np.empty(self.size, np.int64)
             cached[order] = np.arange(self.size)
             self._derived["names"] = cached
@@ -489,7 +494,7 @@ class ClusterSnapshot:
         """Return the node names as a numpy object array (cached until rows change)."""
         cached = self._derived.get("name_array")
         if cached is None:
-            cached = np.array(self.names, dtype=object)
+            cached = np.array(list(self.names), dtype=object)
             self._derived["name_array"] = cached
         return cached
 
@@ -529,6 +534,9 @@ class ClusterSnapshot:
                                       for v in value])
             else:
                 setattr(other, name, value)
+        if isinstance(self.names, NodeNames):
+            other.names = self.names.copy()
+            other.row_of = other.names.rows
         other._derived = {}
         other.shape_cache = {}
         other.shape_cache_bytes = 0
@@ -537,6 +545,8 @@ class ClusterSnapshot:
     def __getstate__(self) -> dict:
         """Pickle without caches (they can be large and are rebuilt on demand)."""
         state = dict(self.__dict__)
+        if isinstance(state.get("row_of"), NodeRows):
+            del state["row_of"]  # a view of `names`, restored from it
         state["_derived"] = {}
         state["shape_cache"] = {}
         state["shape_cache_bytes"] = 0
@@ -545,6 +555,8 @@ class ClusterSnapshot:
     def __setstate__(self, state: dict) -> None:
         """Restore, with fresh version stamps: stamps are unique per process, not across processes."""
         self.__dict__.update(state)
+        if isinstance(state.get("names"), NodeNames):
+            self.row_of = self.names.rows
         self.version = next_stamp()
         self.topology_version = next_stamp()
 
@@ -556,7 +568,10 @@ class ClusterSnapshot:
     def memory_breakdown(self) -> dict[str, int]:
         """Return the approximate bytes held: node arrays, the node-name index, domain tables, pod index."""
         arrays = sum(value.nbytes for value in self.__dict__.values() if isinstance(value, np.ndarray))
-        names = sys.getsizeof(self.row_of) + sys.getsizeof(self.names) + sum(sys.getsizeof(n) for n in self.names)
+        if isinstance(self.names, NodeNames):
+            names = self.names.nbytes()
+        else:
+            names = sys.getsizeof(self.row_of) + sys.getsizeof(self.names) + sum(sys.getsizeof(n) for n in self.names)
         domains = sum(sys.getsizeof(ids) for ids in self._domain_ids) + sum(
             sys.getsizeof(v) for values in self.domain_value for v in values)
         pods = sys.getsizeof(self._pods) + sum(sys.getsizeof(k) + 32 for k in self._pods)

@@ -69,6 +69,7 @@ class _SameAsNodeName:
 
 NODE_NAME = _SameAsNodeName()
 NO_LABEL_SET = -1  # a row whose node is not (or no longer) known to the tracker
+MAX_ARRIVAL = 2**31 - 1  # arrival numbers are int32: renumbered (order kept) when the next would not fit
 
 
 class TopologyTracker:
@@ -86,13 +87,16 @@ class TopologyTracker:
         self._label_set_of_row = np.full(0, NO_LABEL_SET, np.int32)
         # Arrival number of each row's node: the label counts list values in the order nodes arrived, as a dict of
         # nodes by name would (a deleted node that comes back arrives again).
-        self._arrival_of_row = np.zeros(0, np.int64)
+        self._arrival_of_row = np.zeros(0, np.int32)
         self._arrivals = 0
         self._label_sets: list[tuple | None] = []  # code → (key, value, key, value, …); None once unused
         self._label_set_codes: dict[tuple, int] = {}
         self._label_set_nodes: list[int] = []  # code → number of nodes carrying it
         self._free_label_sets: list[int] = []
-        self._label_keys: dict[str, str] = {}  # one string object per label key across all label sets
+        # One string object per distinct label key or value across the label sets (each node brings its own copies);
+        # rebuilt from the sets in use once as many sets have been dropped as are in use, so it never grows unbounded.
+        self._label_strings: dict[str, str] = {}
+        self._label_sets_dropped = 0
         self._unheld_pods: set[str] = set()
         self.nodes_listed = False
         self.pods_listed = False
@@ -117,15 +121,18 @@ class TopologyTracker:
     def relist_nodes(self, items: list[dict], resource_version: str) -> None:
         """Replace the known nodes by ``items``: nodes not listed are deleted, the others added or updated."""
         listed = {obj["metadata"]["name"] for obj in items}
-        names = self.snapshot.names
+        names = list(self.snapshot.names)  # decoded once for the whole relist
+        known = set()
         for row in self._known_rows().tolist():
-            if names[row] not in listed:
+            if names[row] in listed:
+                known.add(names[row])
+            else:
                 self.apply_node(DELETED, {"metadata": {"name": names[row]}})
-        rows = self.snapshot.size + sum(1 for name in listed if name not in self.snapshot.row_of)
+        rows = len(names) + len(listed.difference(names))
         self.snapshot.reserve(rows)
         self._reserve_rows(rows)
         for obj in items:
-            self.apply_node(MODIFIED if self._is_known(obj["metadata"]["name"]) else ADDED, obj)
+            self.apply_node(MODIFIED if obj["metadata"]["name"] in known else ADDED, obj)
         self.snapshot.nodes_resource_version = resource_version
         self.nodes_listed = True
 
@@ -146,7 +153,7 @@ class TopologyTracker:
         name = node["metadata"]["name"]
         row = self.snapshot.apply_node_event(event_type, node)
         if event_type == DELETED:
-            if row >= 0 and self._is_known(name):
+            if 0 <= row < len(self._label_set_of_row) and self._label_set_of_row[row] != NO_LABEL_SET:
                 self._release_label_set(int(self._label_set_of_row[row]))
                 self._label_set_of_row[row] = NO_LABEL_SET
         else:
@@ -155,6 +162,8 @@ class TopologyTracker:
             code = self._acquire_label_set(name, (node.get("metadata") or {}).get("labels") or {})
             previous = int(self._label_set_of_row[row])
             if previous == NO_LABEL_SET:
+                if self._arrivals > MAX_ARRIVAL:
+                    self._renumber_arrivals()
                 self._arrival_of_row[row] = self._arrivals
                 self._arrivals += 1
             else:
@@ -174,20 +183,22 @@ class TopologyTracker:
             self._unheld_pods.add(key)
         self.changed = True
 
-    def _is_known(self, name: str) -> bool:
-        row = self.snapshot.row_of.get(name)
-        return row is not None and row < len(self._label_set_of_row) and self._label_set_of_row[row] != NO_LABEL_SET
-
     def _known_rows(self) -> np.ndarray:
         """Return the rows of the known nodes in arrival order."""
         rows = np.flatnonzero(self._label_set_of_row != NO_LABEL_SET)
         return rows[np.argsort(self._arrival_of_row[rows], kind="stable")]
 
+    def _renumber_arrivals(self) -> None:
+        """Number the known nodes' arrivals 0, 1, … again (same order), so the next one fits in int32."""
+        rows = self._known_rows()
+        self._arrival_of_row[rows] = np.arange(len(rows), dtype=np.int32)
+        self._arrivals = len(rows)
+
     def _reserve_rows(self, rows: int) -> None:
         if rows > len(self._label_set_of_row):
             codes = np.full(rows, NO_LABEL_SET, np.int32)
             codes[: len(self._label_set_of_row)] = self._label_set_of_row
-            arrivals = np.zeros(rows, np.int64)
+            arrivals = np.zeros(rows, np.int32)
             arrivals[: len(self._arrival_of_row)] = self._arrival_of_row
             self._label_set_of_row, self._arrival_of_row = codes, arrivals
 
@@ -207,11 +218,13 @@ class TopologyTracker:
                 value = NODE_NAME
             elif getattr(value, "__hash__", None) is None:
                 value = repr(value)  # never from the API server (label values are strings); keeps the set a key
-            flat.append(self._label_keys.setdefault(key, key))
+            flat.append(key)
             flat.append(value)
         label_set = tuple(flat)
         code = self._label_set_codes.get(label_set)
         if code is None:
+            strings = self._label_strings
+            label_set = tuple(part if part is NODE_NAME else strings.setdefault(part, part) for part in label_set)
             if self._free_label_sets:
                 code = self._free_label_sets.pop()
                 self._label_sets[code] = label_set
@@ -229,6 +242,11 @@ class TopologyTracker:
             del self._label_set_codes[self._label_sets[code]]
             self._label_sets[code] = None
             self._free_label_sets.append(code)
+            self._label_sets_dropped += 1
+            if self._label_sets_dropped > len(self._label_set_codes):
+                self._label_sets_dropped = 0
+                self._label_strings = {part: part for label_set in self._label_set_codes for part in label_set
+                                       if part is not NODE_NAME}
 
     def _label_counters(self) -> dict[str, Counter]:
         """Return ``{key: Counter(value → nodes)}``, keys and values in the order of the first node carrying them."""
@@ -254,7 +272,7 @@ class TopologyTracker:
                 for key, value in zip(pairs, pairs, strict=True):
                     if key in per_node_keys:
                         per_node_keys[key][code] = value
-            names = self.snapshot.names
+            names = list(self.snapshot.names)
             for key, value_of in per_node_keys.items():
                 counter = per_key[key] = Counter()
                 for row, code in zip(rows.tolist(), codes.tolist(), strict=True):
@@ -265,23 +283,32 @@ class TopologyTracker:
 
     def label_counts(self) -> dict[str, dict[str, int]]:
         """Return ``{label key: {value: count}}`` over the present nodes (top values per key)."""
-        return {key: dict(counter.most_common(MAX_LABEL_VALUES)) for key, counter in self._label_counters().items()}
+        return _top_values(self._label_counters())
 
     def label_totals(self) -> dict[str, tuple[int, int]]:
         """Return ``{label key: (nodes carrying it, distinct values)}`` over the present nodes, uncapped."""
-        return {key: (counter.total(), len(counter)) for key, counter in self._label_counters().items()}
+        return _totals(self._label_counters())
 
     def to_live(self, *, source: str, server: str = "", stats: dict | None = None) -> LiveSnapshot:
         """Return a :class:`LiveSnapshot` holding a copy of the current snapshot."""
+        counters = self._label_counters()
         return LiveSnapshot(
             snapshot=self.snapshot.copy(),
             taken_at=time.time(),
-            label_counts=self.label_counts(),
+            label_counts=_top_values(counters),
             source=source,
             server=server,
             stats=stats or {},
-            label_totals=self.label_totals(),
+            label_totals=_totals(counters),
         )
+
+
+def _top_values(counters: dict[str, Counter]) -> dict[str, dict[str, int]]:
+    return {key: dict(counter.most_common(MAX_LABEL_VALUES)) for key, counter in counters.items()}
+
+
+def _totals(counters: dict[str, Counter]) -> dict[str, tuple[int, int]]:
+    return {key: (counter.total(), len(counter)) for key, counter in counters.items()}
 
 
 def pod_key(pod: dict) -> str:
