@@ -138,7 +138,8 @@ class PodRecord:
         self.node = sys.intern(text(pod_spec.get("nodeName")))
         self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
         self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
-        self.workload_ref = _shared(sig.as_dict(pod_spec.get("workloadRef"))) or None
+        workload_ref = pod_spec.get("workloadRef")  # 1.35 only: most pods have none
+        self.workload_ref = _shared(workload_ref) if workload_ref and isinstance(workload_ref, dict) else None
         self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
         self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
         self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
