@@ -495,11 +495,14 @@ class OwnershipIndex:
 
         workload_uids = {uid for kind, uid in owned if kind == WORKLOAD} | \
             set(self._workloads_by_controller.members((namespace, name)))
+        # An object owned by another TrainJob (its controlling owner) is left out and reported.
+        trainjob_owners = self._trainjob_owners
         for uid in sorted(workload_uids):
             workload = self.objects[WORKLOAD].get(uid)
             if workload is None:
                 continue
-            if self._foreign(workload, job_uid):
+            owners = trainjob_owners.get(uid, ())
+            if owners and job_uid not in owners:
                 tree.problems.append(("ForeignOwner", f"Workload {sig.name_of(workload)} names this TrainJob in its "
                                       "controllerRef but is owned by another TrainJob"))
                 continue
@@ -514,7 +517,8 @@ class OwnershipIndex:
             group = self.objects[PODGROUP].get(uid)
             if group is None:
                 continue
-            if self._foreign(group, job_uid):
+            owners = trainjob_owners.get(uid, ())
+            if owners and job_uid not in owners:
                 tree.problems.append(("ForeignOwner", f"PodGroup {sig.name_of(group)} belongs to this TrainJob's "
                                       "Workload but is owned by another TrainJob"))
                 continue
@@ -572,11 +576,6 @@ class OwnershipIndex:
         # Objects without a uid (hand-made, or a malformed DELETED) are keyed by namespace/name.
         name = sig.name_of(obj)
         return f"{kind}:{sig.namespace_of(obj)}/{name}" if name else ""
-
-    def _foreign(self, obj: dict, job_uid: str) -> bool:
-        """True when ``obj``'s controlling TrainJob owner is a different TrainJob."""
-        owners = self._owners_of(sig.uid_of(obj), obj) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
-        return bool(owners) and job_uid not in owners
 
     def _owners_of(self, uid: str, obj: dict | None) -> tuple[str, ...]:
         """Return the TrainJob owner UIDs of a stored object (controller first)."""
