@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from . import plan as startup
 from . import signals as sig
@@ -246,8 +246,8 @@ class PodTally:
         return result
 
     def members_of(self, group: str) -> list[dict]:
-        """Return the pods whose PodGroup is ``group`` (Failed ones too), in the order given."""
-        return [p for p in self.pods if sig.pod_row(p).group == group]
+        """Return the pods whose PodGroup is ``group`` (Failed ones too), in the order given, as dicts."""
+        return [p for p in map(as_pod_object, self.pods) if sig.pod_row(p).group == group]
 
     def pairs(self) -> dict[str, set[tuple[str, str]]]:
         """Return PodGroup → its members' (ReplicatedJob, Job index) pairs (pods in no group left out)."""
@@ -263,11 +263,38 @@ class PodTally:
 
 
 def tally_pods(pods: Sequence) -> PodTally:
-    """Return the PodTally of ``pods``: each pod read once, with the values :func:`signals.pod_row` reads."""
+    """Return the PodTally of ``pods`` (dicts, or the tracker's pod records with ``group``, ``rjob``,
+    ``job_index``, ``phase`` and ``node`` attributes): each pod read once, with the values
+    :func:`signals.pod_row` reads."""
+    if pods and not isinstance(pods[0], dict):
+        counts = _tally_records(pods)
+        if counts is not None:
+            return PodTally(pods, counts)
+        pods = [pod if isinstance(pod, dict) else pod.as_object() for pod in pods]
     counts = _tally_uniform(pods)
     if counts is None:
         counts = _tally_each(pods)
     return PodTally(pods, counts)
+
+
+_RECORD_COLUMNS = tuple(attrgetter(name) for name in ("group", "rjob", "job_index", "phase", "node"))
+
+
+def _tally_records(records: Sequence) -> dict[TallyKey, int] | None:
+    """Return the counts of the tracker's pod records, read column by column in C (the records hold clean strings:
+    the tracker parsed each pod once when it arrived, so a refresh reads five attributes per pod and nothing
+    else). Returns None when a record is not of that shape or names its PodGroup only through a 1.35
+    ``workloadRef`` (the dict path reads those)."""
+    group, rjob, index, phase, node = _RECORD_COLUMNS
+    try:
+        counts: dict[TallyKey, int] = Counter(zip(map(group, records), map(rjob, records), map(index, records),
+                                                  map(phase, records), map(bool, map(node, records)), strict=True))
+    except (AttributeError, TypeError):
+        return None
+    for key_group, _, _, key_phase, _ in counts:
+        if not (key_group and key_phase):
+            return None
+    return counts
 
 
 _SPEC, _METADATA, _LABELS, _STATUS, _PHASE = (itemgetter(k) for k in ("spec", "metadata", "labels", "status", "phase"))
@@ -310,6 +337,11 @@ def _tally_each(pods: Sequence) -> dict[TallyKey, int]:
         key = (group, rjob, index, phase, node != "")
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def as_pod_object(pod: object) -> object:
+    """Return ``pod`` as the dict :mod:`signals` reads: a dict as it is, a tracker's pod record inflated."""
+    return pod if isinstance(pod, dict) else pod.as_object()
 
 
 def plural(count: int, word: str) -> str:
@@ -419,9 +451,15 @@ class JobView:
         return _level(self.pod_groups, bool(self.pods), tally.pairs(), tally.rjobs(), self.workloads, self.group_refs)
 
     @cached_property
+    def pod_objects(self) -> list[dict]:
+        """Return the pods as dicts (the tracker's pod records inflated: only the rare gates that read single pods
+        ask, e.g. jobs without PodGroups)."""
+        return list(map(as_pod_object, self.pods))
+
+    @cached_property
     def live_pods(self) -> list[dict]:
         """Return the pods that are not Failed."""
-        return [p for p in self.pods if sig.pod_phase(p) != "Failed"]
+        return [p for p in self.pod_objects if sig.pod_phase(p) != "Failed"]
 
     @cached_property
     def legacy(self) -> list[dict]:
@@ -431,7 +469,9 @@ class JobView:
     @cached_property
     def wait(self) -> startup.StartupWait | None:
         """Return the ReplicatedJob waiting for its dependsOn targets, or None."""
-        return startup.startup_wait(self.trainjob, self.jobsets, self.pods)
+        if not any(step.depends_on for step in startup.plan_of(self.jobsets)):
+            return None  # nothing can wait: the pods are not read (most jobs)
+        return startup.startup_wait(self.trainjob, self.jobsets, self.pod_objects)
 
     @cached_property
     def trainer(self) -> tuple[int, int, int]:

@@ -16,9 +16,11 @@ Pure: no Django, no kubernetes client; not thread-safe (one consumer thread).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from . import signals as sig
 from . import startup
@@ -60,19 +62,9 @@ def _slim_meta(obj: dict, *, labels: tuple[str, ...] | None = None, annotations:
     return slim
 
 
+_json_key = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=True).encode
 _SHARED: dict[int, object] = {}
 _SHARED_LIMIT = 200_000
-
-
-def _frozen(value: object) -> object:
-    """Return a hashable form equal for equal JSON values (dicts and lists told apart); raises TypeError for a value
-    that is not JSON-shaped."""
-    if isinstance(value, dict):
-        return ("d", tuple((key, _frozen(item)) for key, item in value.items()))
-    if isinstance(value, list):
-        return ("l", tuple(_frozen(item) for item in value))
-    hash(value)
-    return value
 
 
 def _shared(value: object) -> object:
@@ -83,8 +75,11 @@ def _shared(value: object) -> object:
     if not isinstance(value, (dict, list)):
         return value
     try:
-        key = hash(_frozen(value))
-    except TypeError:
+        # The JSON text as the key's source: written in C, a tenth of the cost of freezing the value in Python
+        # (this runs for several parts of every object listed). Equal values in another key order only miss a
+        # share; the equality check below guards a colliding hash.
+        key = hash(_json_key(value))
+    except (TypeError, ValueError):
         return value
     found = _SHARED.get(key)
     if found is not None:
@@ -143,7 +138,8 @@ class PodRecord:
         self.node = sys.intern(text(pod_spec.get("nodeName")))
         self.phase = sys.intern(text(pod_status.get("phase")) or "Pending")
         self.group = sys.intern(text(sig.as_dict(pod_spec.get("schedulingGroup")).get("podGroupName")))
-        self.workload_ref = _shared(sig.as_dict(pod_spec.get("workloadRef"))) or None
+        workload_ref = pod_spec.get("workloadRef")  # 1.35 only: most pods have none
+        self.workload_ref = _shared(workload_ref) if workload_ref and isinstance(workload_ref, dict) else None
         self.rjob = sys.intern(text(labels.get(sig.REPLICATED_JOB_LABEL)))
         self.job_index = sys.intern(text(labels.get(sig.JOB_INDEX_LABEL)))
         self.jobset = sys.intern(text(labels.get(sig.JOBSET_NAME_LABEL)))
@@ -165,6 +161,11 @@ class PodRecord:
         # Shared too: the pods of a gang wait for the same reason.
         self.scheduled = _shared_owners((text(scheduled.get("status")), text(scheduled.get("reason")),
                                          text(scheduled.get("message"))[:500])) if scheduled else None
+
+    @property
+    def group_name(self) -> str:
+        """Return the PodGroup the pod belongs to, as :func:`signals.pod_group_name_of` reads it ("" for none)."""
+        return self.group or sig.as_str((self.workload_ref or {}).get("podGroup"))
 
     def as_object(self) -> dict:
         """Return the pod as a (minimal) Kubernetes object dict."""
@@ -189,6 +190,9 @@ class PodRecord:
             state, reason, message = self.scheduled
             status["conditions"] = [{"type": "PodScheduled", "status": state, "reason": reason, "message": message}]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+_record_name = attrgetter("name")
 
 
 def _pick(source: dict, keys: tuple[str, ...]) -> dict:
@@ -256,6 +260,15 @@ def _same(old: dict | PodRecord, new: dict | PodRecord) -> bool:
     return True
 
 
+_POD_LINK_FIELDS = ("namespace", "owners", "group", "workload_ref", "jobset")
+
+
+def _same_links(old: PodRecord, new: PodRecord) -> bool:
+    """Return True when two records of one pod are filed under the same keys and resolve to the same owners (the
+    fields :meth:`OwnershipIndex._link_keys` and ``_pod_owners`` read are equal)."""
+    return all(getattr(old, name) == getattr(new, name) for name in _POD_LINK_FIELDS)
+
+
 def event_involved(event: dict) -> dict:
     """Return an Event's involved object {kind, name, namespace, uid} (core/v1 ``involvedObject`` or
     events.k8s.io ``regarding``)."""
@@ -264,12 +277,14 @@ def event_involved(event: dict) -> dict:
 
 @dataclass
 class JobTree:
-    """Everything linked to one TrainJob, plus what looked wrong while linking (``problems``: code, message)."""
+    """Everything linked to one TrainJob, plus what looked wrong while linking (``problems``: code, message).
+    ``pods`` are the index's :class:`PodRecord`s (dicts where a caller built the tree by hand); both are read by
+    the gates and :func:`records.job_record`."""
 
     trainjob: dict
     workloads: list[dict] = field(default_factory=list)
     pod_groups: list[dict] = field(default_factory=list)
-    pods: list[dict] = field(default_factory=list)
+    pods: list[PodRecord | dict] = field(default_factory=list)
     jobsets: list[dict] = field(default_factory=list)
     kueue_workloads: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
@@ -376,6 +391,11 @@ class OwnershipIndex:
             # Only the resourceVersion (or a field the tracker does not keep) changed: nothing to recompute.
             self.objects[kind][uid] = obj
             return set()
+        if isinstance(previous, PodRecord) and isinstance(obj, PodRecord) and _same_links(previous, obj):
+            # A pod changed phase, node or condition (most events): it is filed under the same keys and belongs
+            # to the same jobs, so the links stay and its owners are resolved once.
+            self.objects[kind][uid] = obj
+            return self._pod_owners(uid, obj, 0)
         affected = self.owners(kind, uid) if previous is not None else set()
         self._remove(kind, uid)
         self._add(kind, uid, obj)
@@ -475,11 +495,14 @@ class OwnershipIndex:
 
         workload_uids = {uid for kind, uid in owned if kind == WORKLOAD} | \
             set(self._workloads_by_controller.members((namespace, name)))
+        # An object owned by another TrainJob (its controlling owner) is left out and reported.
+        trainjob_owners = self._trainjob_owners
         for uid in sorted(workload_uids):
             workload = self.objects[WORKLOAD].get(uid)
             if workload is None:
                 continue
-            if self._foreign(workload, job_uid):
+            owners = trainjob_owners.get(uid, ())
+            if owners and job_uid not in owners:
                 tree.problems.append(("ForeignOwner", f"Workload {sig.name_of(workload)} names this TrainJob in its "
                                       "controllerRef but is owned by another TrainJob"))
                 continue
@@ -494,7 +517,8 @@ class OwnershipIndex:
             group = self.objects[PODGROUP].get(uid)
             if group is None:
                 continue
-            if self._foreign(group, job_uid):
+            owners = trainjob_owners.get(uid, ())
+            if owners and job_uid not in owners:
                 tree.problems.append(("ForeignOwner", f"PodGroup {sig.name_of(group)} belongs to this TrainJob's "
                                       "Workload but is owned by another TrainJob"))
                 continue
@@ -512,27 +536,30 @@ class OwnershipIndex:
         group_names = {sig.name_of(g) for g in tree.pod_groups}
         missing: set[str] = set()
         records = []
+        stored_pods = self.objects[POD]
         for uid in pod_uids:
-            record = self.objects[POD].get(uid)
+            record = stored_pods.get(uid)
             if record is None:
                 continue
-            owners = self._owners_of(uid, None)
+            owners = _pod_trainjob_owners(record.owners)  # what ``_owners_of`` answers for a pod
             if owners and job_uid not in owners:
                 continue  # owned by another TrainJob
             records.append(record)
-            group = record.group or sig.as_str((record.workload_ref or {}).get("podGroup"))
+            group = record.group or record.group_name
             if group and group not in group_names and not self._by_name(PODGROUP, namespace, group):
                 missing.add(group)
-        records.sort(key=lambda r: r.name)
-        tree.pods = [record.as_object() for record in records]
+        records.sort(key=_record_name)
+        # The records themselves, not dicts: the gates count them column by column and the stored row reads four
+        # attributes; a pod is inflated (``as_object``) only where a gate reads a single pod.
+        tree.pods = records
         tree.missing_pod_groups = sorted(missing)
 
         kueue_uids = {uid for kind, uid in owned if kind == KUEUE_WORKLOAD} | set(self._kueue_by_job.members(job_uid))
         tree.kueue_workloads = [self.objects[KUEUE_WORKLOAD][u] for u in sorted(kueue_uids)
                                 if u in self.objects[KUEUE_WORKLOAD]]
 
-        related = [job_uid, *(sig.uid_of(o) for o in (*tree.workloads, *tree.pod_groups, *tree.kueue_workloads,
-                                                       *tree.pods))]
+        related = [job_uid, *(sig.uid_of(o) for o in (*tree.workloads, *tree.pod_groups, *tree.kueue_workloads)),
+                   *(record.uid for record in records)]
         events = [event for uid in related for event in self._events_by_object.get(uid, {}).values()]
         events.sort(key=lambda e: (sig.as_str(e.get("lastTimestamp") or e.get("eventTime")),
                                    sig.resource_version_of(e)), reverse=True)
@@ -549,11 +576,6 @@ class OwnershipIndex:
         # Objects without a uid (hand-made, or a malformed DELETED) are keyed by namespace/name.
         name = sig.name_of(obj)
         return f"{kind}:{sig.namespace_of(obj)}/{name}" if name else ""
-
-    def _foreign(self, obj: dict, job_uid: str) -> bool:
-        """True when ``obj``'s controlling TrainJob owner is a different TrainJob."""
-        owners = self._owners_of(sig.uid_of(obj), obj) if sig.uid_of(obj) else sig.trainjob_owner_uids(obj)
-        return bool(owners) and job_uid not in owners
 
     def _owners_of(self, uid: str, obj: dict | None) -> tuple[str, ...]:
         """Return the TrainJob owner UIDs of a stored object (controller first)."""

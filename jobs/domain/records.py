@@ -71,21 +71,44 @@ def _event_view(event: dict) -> dict:
             "involvedObject": {"kind": sig.as_str(involved.get("kind")), "name": sig.as_str(involved.get("name"))}}
 
 
-def _newest_version(objects: list[dict]) -> str:
-    numeric = [int(v) for v in map(sig.resource_version_of, objects) if v.isdigit()]
+def _newest_version(objects: list[dict], versions: list[str] = ()) -> str:
+    """Return the newest resourceVersion of ``objects`` and the further ``versions`` (the numerically largest;
+    else the first non-empty one, since an opaque version cannot be ordered; "" when none has one)."""
+    every = [*map(sig.resource_version_of, objects), *versions]
+    numeric = [int(v) for v in every if v.isdigit()]
     if numeric:
         return str(max(numeric))
-    return next((v for v in map(sig.resource_version_of, objects) if v), "")
+    return next((v for v in every if v), "")
+
+
+def _requesting_pods(pods: list) -> list[dict]:
+    """Return the pods :func:`signals.member_pod_requests` reads, as dicts: one pod per distinct (ReplicatedJob,
+    requests) of the tracker's records (every pod of a ReplicatedJob asks the same, and the answer depends only on
+    those two), the dicts as given."""
+    seen: dict[tuple, dict] = {}
+    dicts = []
+    for pod in pods:
+        if isinstance(pod, dict):
+            dicts.append(pod)
+            continue
+        key = (pod.rjob, pod.requests)
+        if key not in seen:
+            seen[key] = pod.as_object()
+    return [*seen.values(), *dicts]
 
 
 def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
     """Return the record of ``tree`` (computing its admission when not given)."""
     admission = admission or admission_of_tree(tree)
-    facts = sig.trainjob_facts(tree.trainjob, tree.pods)
+    records = [pod for pod in tree.pods if not isinstance(pod, dict)]
+    dicts = [pod for pod in tree.pods if isinstance(pod, dict)]
+    facts = sig.trainjob_facts(tree.trainjob, _requesting_pods(tree.pods))
     workload = tree.workloads[0] if tree.workloads else None
     workload_view = {"name": sig.name_of(workload), "apiVersion": sig.as_str(workload.get("apiVersion")),
                      "templates": sig.workload_templates(workload)} if workload else {}
-    pods = [{"name": sig.name_of(pod), "phase": sig.pod_phase(pod), "node": sig.pod_node(pod),
+    pods = [{"name": pod.name, "phase": pod.phase, "node": pod.node, "podGroup": pod.group_name,
+             "zone": "", "block": "", "rack": ""} if not isinstance(pod, dict) else
+            {"name": sig.name_of(pod), "phase": sig.pod_phase(pod), "node": sig.pod_node(pod),
              "podGroup": sig.pod_group_name_of(pod), "zone": "", "block": "", "rack": ""}
             for pod in tree.pods[:MAX_PODS_STORED]]
     kueue = {}
@@ -94,8 +117,8 @@ def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
         kueue = {"name": sig.name_of(kq), "conditions": [
             {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
             for c in sig.conditions_of(kq).values()]}
-    observed = _newest_version([tree.trainjob, *tree.workloads, *tree.pod_groups, *tree.pods,
-                                *tree.kueue_workloads])
+    observed = _newest_version([tree.trainjob, *tree.workloads, *tree.pod_groups, *dicts, *tree.kueue_workloads],
+                               [record.version for record in records])
     return JobRecord(
         uid=facts.uid, namespace=facts.namespace, name=facts.name, runtime_kind=facts.runtime_kind,
         runtime_name=facts.runtime_name, num_nodes=facts.num_nodes, gpus_per_node=facts.gpus_per_node,
