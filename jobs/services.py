@@ -1,9 +1,10 @@
 """Writes of the admission tracker: TrainJob rows, their transitions, gone marks, retention and tracker health.
 
 Only the cluster-watch process holding the Lease calls these (``jobs.handlers``). Rules:
-- A row is written only when something it shows changed (``JobRecord.digest`` of what it shows, kept in the row):
-  a no-op event writes nothing.
-- Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction.
+- A row is written only when something it shows changed (a digest of what it shows, kept in the row, one hash per
+  column group: ``DIGEST_PARTS``): a no-op event writes nothing, and a write sets only the columns that changed.
+- Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction. Each JSON column is
+  encoded once (by the sanitiser); that text is hashed and stored.
 - An older observation never overwrites a newer one: ``observed_version`` is compared with the row's
   ``resource_version`` numerically when both are decimal (etcd revisions); otherwise the later delivery wins.
 - Every state change appends one ``TrainJobTransition`` in the same transaction as the row, so a crash can
@@ -162,6 +163,7 @@ def _enter_state(values: dict, record: JobRecord, now: dt.datetime, admitted_at,
 
 
 def _part_hash(text: str) -> str:
+    """Return the 16-hex-digit hash of ``text`` (one digest part)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=PART_HEX // 2).hexdigest()
 
 
