@@ -58,8 +58,9 @@ class TrainJob(models.Model):
     # Kueue Workload summary when Kueue manages the job: {name, conditions: [{type, status, reason, message}]}.
     kueue = models.JSONField(default=dict, blank=True)
     resource_version = models.CharField(max_length=64, blank=True)
-    # Hash of everything the row shows (JobRecord.digest): "did anything change" without reading the JSON columns.
-    digest = models.CharField(max_length=32, blank=True)
+    # Hash of everything the row shows, one part per column group (jobs.services.DIGEST_PARTS): "did anything change,
+    # and which columns" without reading the JSON columns.
+    digest = models.CharField(max_length=128, blank=True)
     gone_at = models.DateTimeField(null=True, blank=True, help_text="When the TrainJob disappeared from the cluster.")
     change_seq = models.BigIntegerField(default=0, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)

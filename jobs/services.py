@@ -1,9 +1,10 @@
 """Writes of the admission tracker: TrainJob rows, their transitions, gone marks, retention and tracker health.
 
 Only the cluster-watch process holding the Lease calls these (``jobs.handlers``). Rules:
-- A row is written only when something it shows changed (``JobRecord.digest`` of what it shows, kept in the row):
-  a no-op event writes nothing.
-- Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction.
+- A row is written only when something it shows changed (a digest of what it shows, kept in the row, one hash per
+  column group: ``DIGEST_PARTS``): a no-op event writes nothing, and a write sets only the columns that changed.
+- Writes are batched: one SELECT for the batch, then bulk INSERT / UPDATE, in one transaction. Each JSON column is
+  encoded once (by the sanitiser); that text is hashed and stored.
 - An older observation never overwrites a newer one: ``observed_version`` is compared with the row's
   ``resource_version`` numerically when both are decimal (etcd revisions); otherwise the later delivery wins.
 - Every state change appends one ``TrainJobTransition`` in the same transaction as the row, so a crash can
@@ -12,9 +13,14 @@ Only the cluster-watch process holding the Lease calls these (``jobs.handlers``)
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import datetime as dt
+import hashlib
+import json
 import logging
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +33,7 @@ from trainer_portal.cluster.models import Cluster, default_cluster_id
 
 from .domain import states
 from .domain.records import JobRecord
-from .domain.sanitize import sanitize_record
+from .domain.sanitize import JSON_FIELDS, sanitize_record
 from .domain.signals import compare_resource_versions
 from .errors import InvalidGrant
 from .models import NamespaceGrant, TrackerStatus, TrainJob, TrainJobTransition
@@ -37,14 +43,31 @@ ClusterRef = Cluster | int | None
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
+# A write that creates this many rows (the first sync of a cluster) refreshes the planner's statistics.
+ANALYZE_AFTER_CREATED = 1_000
 DEFAULT_RETENTION_DAYS = 30
-UPDATED_FIELDS = ("namespace", "name", "runtime_kind", "runtime_name", "num_nodes", "gpus_per_node",
-                  "resources_per_node", "level", "queue_name", "creator", "priority_class", "state", "reason",
-                  "message", "since", "submitted_at", "admitted_at", "finished_at", "pod_groups", "workload", "pods",
-                  "events", "kueue", "resource_version", "digest", "gone_at", "change_seq", "updated_at")
-# What a batch reads of its existing rows: enough to decide, never the JSON columns.
-DECIDING_FIELDS = ("id", "uid", "digest", "resource_version", "state", "since", "submitted_at", "admitted_at",
-                   "finished_at", "gone_at", "change_seq", "updated_at", "level")
+# The columns a record shows besides its JSON ones (``JSON_FIELDS``): compared together, written together.
+SCALAR_COLUMNS = tuple(name for name in JobRecord.COMPARED if name not in JSON_FIELDS)
+# A row's digest is one hash per part: its scalar columns together, then each JSON column. Equal digests mean the row
+# would show the same; equal parts tell which columns a write can leave alone without reading them.
+DIGEST_PARTS = ("scalars", *JSON_FIELDS)
+PART_HEX = 16  # 64 bits per part: a changed column is never mistaken for an unchanged one in practice
+DIGEST_LENGTH = PART_HEX * len(DIGEST_PARTS)  # fits TrainJob.digest (max_length 128)
+# Every column of a new row, in the order it is written.
+INSERTED_FIELDS = ("cluster_id", "uid", *SCALAR_COLUMNS, *JSON_FIELDS, "queue_position", "since", "submitted_at",
+                   "admitted_at", "finished_at", "resource_version", "digest", "gone_at", "change_seq", "updated_at")
+TRANSITION_FIELDS = ("job_id", "cluster_id", "from_state", "to_state", "reason", "message", "at", "seq")
+# What a batch reads of its existing rows: enough to decide and to know what changed, never the JSON columns.
+DECIDING_FIELDS = ("id", "uid", "digest", "resource_version", "state", "level", "submitted_at", "admitted_at",
+                   "finished_at", "gone_at")
+_JSON = frozenset(JSON_FIELDS)
+_JSONB_CAST = "::jsonb"
+# The PostgreSQL array type a column's values are sent as (``_update``): text, never varchar(n), whose cast would cut
+# an over-long value silently where the column refuses it.
+_ARRAY_TYPES = {"CharField": "text", "TextField": "text", "JSONField": "text", "PositiveIntegerField": "bigint",
+                "IntegerField": "bigint", "BigIntegerField": "bigint", "DateTimeField": "timestamptz"}
+# The scalar part's text: a JSON array keeps the columns apart whatever they contain.
+_SCALARS_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # While a job is suspended or queued its PodGroups do not exist (v2.4 deletes them), so the level cannot be read
 # from them: the level they showed before stays, as the runtime built them that way.
 LEVEL_KEPT_IN = frozenset({states.SUSPENDED, states.QUEUED, states.QUOTA_RESERVED, states.WAITING_FOR_OBJECTS,
@@ -128,27 +151,54 @@ def _next_seq() -> int:
     return max(row_max, transition_max) + 1
 
 
-def _enter_state(row: TrainJob, record: JobRecord, now: dt.datetime) -> None:
-    """Set the state timestamps of ``row`` for entering ``record.state``."""
+def _enter_state(values: dict, record: JobRecord, now: dt.datetime, admitted_at, finished_at) -> None:
+    """Put into ``values`` the state timestamps of entering ``record.state`` (``admitted_at`` / ``finished_at``: the
+    row's, None for a new row)."""
     since = record.since if record.since is not None and record.since <= now else now
-    row.since = since
-    if record.state in states.ADMITTED_STATES and row.admitted_at is None:
-        row.admitted_at = since
-    if record.state in states.FINISHED_STATES and row.finished_at is None:
-        row.finished_at = since
+    values["since"] = since
+    if record.state in states.ADMITTED_STATES and admitted_at is None:
+        values["admitted_at"] = since
+    if record.state in states.FINISHED_STATES and finished_at is None:
+        values["finished_at"] = since
 
 
-def _copy(record: JobRecord, row: TrainJob, digest: str) -> None:
-    known_level = row.level if row.level and row.level != states.LEVEL_UNKNOWN else ""
-    for name in JobRecord.COMPARED:
-        setattr(row, name, getattr(record, name))
-    if record.level == states.LEVEL_UNKNOWN and record.state in LEVEL_KEPT_IN and known_level:
-        row.level = known_level
-    row.digest = digest
-    if record.submitted_at is not None:
-        row.submitted_at = record.submitted_at
-    if record.observed_version:
-        row.resource_version = record.observed_version
+def _part_hash(text: str) -> str:
+    """Return the 16-hex-digit hash of ``text`` (one digest part)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=PART_HEX // 2).hexdigest()
+
+
+def _digest_parts(record: JobRecord, texts: dict[str, str]) -> tuple[str, ...]:
+    """Return the hash of each of ``DIGEST_PARTS`` of ``record`` (``texts``: its JSON columns' canonical text)."""
+    scalars = _SCALARS_TEXT.encode([getattr(record, name) for name in SCALAR_COLUMNS])
+    return (_part_hash(scalars), *(_part_hash(texts[name]) for name in JSON_FIELDS))
+
+
+def _stored_parts(digest: str) -> tuple[str, ...] | None:
+    """Return the part hashes of a stored digest; None when it has another form (written before the digest had
+    parts: every column counts as changed)."""
+    if len(digest) != DIGEST_LENGTH:
+        return None
+    return tuple(digest[i:i + PART_HEX] for i in range(0, DIGEST_LENGTH, PART_HEX))
+
+
+@dataclass(slots=True)
+class _Item:
+    """A sanitised record with the canonical text of its JSON columns (what is hashed and what is stored)."""
+
+    record: JobRecord
+    texts: dict[str, str]
+
+    @property
+    def uid(self) -> str:
+        return self.record.uid
+
+    @property
+    def namespace(self) -> str:
+        return self.record.namespace
+
+    @property
+    def name(self) -> str:
+        return self.record.name
 
 
 def apply_records(records: Sequence[JobRecord], *, cluster=None, now: dt.datetime | None = None) -> ApplyResult:
@@ -164,13 +214,14 @@ def apply_records(records: Sequence[JobRecord], *, cluster=None, now: dt.datetim
     now = now or timezone.now()
     cluster = _cluster_id(cluster)  # once: every row and query of the batch carries the same key
     limits = _column_limits()
-    latest: dict[str, JobRecord] = {}
+    latest: dict[str, _Item] = {}
     result = ApplyResult()
     for record in records:
-        if sanitize_record(record, limits):
+        texts: dict[str, str] = {}
+        if sanitize_record(record, limits, texts):
             result.sanitized += 1
         if record.uid:
-            latest[record.uid] = record
+            latest[record.uid] = _Item(record, texts)
     uids = list(latest)
     for start in range(0, len(uids), BATCH_SIZE):
         batch = [latest[uid] for uid in uids[start:start + BATCH_SIZE]]
@@ -178,26 +229,43 @@ def apply_records(records: Sequence[JobRecord], *, cluster=None, now: dt.datetim
             result.add(_apply_batch(batch, now, cluster))
         except DatabaseError as error:
             result.add(_apply_one_by_one(batch, now, cluster, error))
+    if result.created >= ANALYZE_AFTER_CREATED:
+        _analyze()
     return result
 
 
-def _apply_one_by_one(records: list[JobRecord], now: dt.datetime, cluster, error: DatabaseError) -> ApplyResult:
+def _analyze() -> None:
+    """Refresh PostgreSQL's statistics of the TrainJob tables (nothing elsewhere). After the first sync's bulk
+    insert they still describe an empty table until autovacuum comes round (up to a minute later): meanwhile the
+    planner reads a whole cluster's rows to find a batch's 500 uids instead of probing the unique index. Failing
+    is only logged: the rows are written."""
+    if connection.vendor != "postgresql":
+        return
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(TrainJob._meta.db_table)}, "
+                           f"{connection.ops.quote_name(TrainJobTransition._meta.db_table)}")
+    except DatabaseError as error:
+        logger.warning("admission tracker: could not refresh the TrainJob statistics: %s", error)
+
+
+def _apply_one_by_one(items: list[_Item], now: dt.datetime, cluster, error: DatabaseError) -> ApplyResult:
     """Retry a failed batch record by record; quarantine the records that fail alone while the database answers.
 
     Raises DatabaseError (the batch's) when the database does not answer at all.
     """
-    logger.warning("admission tracker: a batch of %d rows failed (%s); writing them one by one", len(records), error)
+    logger.warning("admission tracker: a batch of %d rows failed (%s); writing them one by one", len(items), error)
     result = ApplyResult()
-    for record in records:
+    for item in items:
         try:
-            result.add(_apply_batch([record], now, cluster))
+            result.add(_apply_batch([item], now, cluster))
         except DatabaseError as row_error:
             if not _database_answers():
                 raise error from row_error
             result.quarantined += 1
-            result.quarantined_uids.append(record.uid)
+            result.quarantined_uids.append(item.uid)
             logger.error("admission tracker: quarantined TrainJob %s/%s (uid %s): the database refuses it: %s",
-                         record.namespace, record.name, record.uid, row_error)
+                         item.namespace, item.name, item.uid, row_error)
     return result
 
 
@@ -210,80 +278,212 @@ def _database_answers() -> bool:
         return False
 
 
-def _apply_batch(records: list[JobRecord], now: dt.datetime, cluster=None) -> ApplyResult:
+def _apply_batch(items: list[_Item], now: dt.datetime, cluster=None) -> ApplyResult:
+    """Write one batch in one transaction: INSERT the new rows, UPDATE only the changed columns of the others (rows
+    grouped by their set of changed columns), append the transitions; return the counts.
+
+    Raises DatabaseError when the database refuses any statement (nothing of the batch is written).
+    """
     result = ApplyResult()
+    cluster = _cluster_id(cluster)
     with transaction.atomic():
-        existing = {row.uid: row for row in _scope(TrainJob.objects, cluster)
-                    .filter(uid__in=[r.uid for r in records]).only(*DECIDING_FIELDS)}
+        existing = _existing_rows([item.uid for item in items], cluster)
         seq = None
-        created: list[TrainJob] = []
-        updated: list[TrainJob] = []
-        transitions: list[tuple[TrainJob, str, JobRecord]] = []
-        for record in records:
+        created: list[dict] = []
+        updates: dict[tuple[str, ...], list[list]] = {}
+        # (new row's uid or existing row's id, previous state, record, since, seq)
+        transitions: list[tuple[str | int, str, JobRecord, dt.datetime, int]] = []
+        for item in items:
+            record = item.record
             row = existing.get(record.uid)
             if row is not None and is_older(record.observed_version, row.resource_version):
                 result.stale += 1
                 continue
-            digest = record.digest()
+            parts = _digest_parts(record, item.texts)
+            digest = "".join(parts)
             if row is not None and row.gone_at is None and row.digest == digest:
                 result.unchanged += 1
                 continue
             if seq is None:
                 seq = _next_seq()
             if row is None:
-                row = TrainJob(uid=record.uid, submitted_at=record.submitted_at or now, since=now,
-                               **_cluster_fields(TrainJob, cluster))
-                _copy(record, row, digest)
-                _enter_state(row, record, now)
-                row.change_seq = seq
-                created.append(row)
-                transitions.append((row, "", record))
+                values = _new_row(record, item.texts, digest, now, seq, cluster)
+                created.append(values)
+                transitions.append((record.uid, "", record, values["since"], seq))
             else:
-                previous = row.state
-                _copy(record, row, digest)
-                row.gone_at = None
-                if previous != record.state:
-                    _enter_state(row, record, now)
-                    transitions.append((row, previous, record))
-                row.change_seq = seq
-                row.updated_at = now
-                updated.append(row)
+                values = _changed_values(row, record, item.texts, parts, digest, now, seq)
+                updates.setdefault(tuple(values), []).append([*values.values(), row.id])
+                if row.state != record.state:
+                    transitions.append((row.id, row.state, record, values["since"], seq))
             seq += 1
         if created:
-            TrainJob.objects.bulk_create(created, batch_size=BATCH_SIZE)
-        if updated:
-            _update_rows(updated, UPDATED_FIELDS)
+            _insert(TrainJob, INSERTED_FIELDS, [[values[name] for name in INSERTED_FIELDS] for values in created])
+        for names, rows in updates.items():
+            _update(names, rows)
         if transitions:
-            missing_ids = [row.uid for row, _, _ in transitions if row.pk is None]
-            if missing_ids:  # backends that do not return ids from bulk INSERT
-                ids = dict(_scope(TrainJob.objects, cluster).filter(uid__in=missing_ids).values_list("uid", "id"))
-                for row, _, _ in transitions:
-                    if row.pk is None:
-                        row.pk = ids[row.uid]
-            TrainJobTransition.objects.bulk_create([
-                TrainJobTransition(job_id=row.pk, from_state=previous, to_state=record.state, reason=record.reason,
-                                   message=record.message[:4000], at=row.since, seq=row.change_seq,
-                                   **_cluster_fields(TrainJobTransition, cluster))
-                for row, previous, record in transitions], batch_size=BATCH_SIZE)
-        result.created, result.updated, result.transitions = len(created), len(updated), len(transitions)
+            ids = {}
+            if created:
+                ids = dict(_scope(TrainJob.objects, cluster).filter(uid__in=[values["uid"] for values in created])
+                           .values_list("uid", "id"))
+            _insert(TrainJobTransition, TRANSITION_FIELDS, [
+                [ids[job] if isinstance(job, str) else job, cluster, previous, record.state, record.reason,
+                 record.message[:4000], since, row_seq]
+                for job, previous, record, since, row_seq in transitions])
+        result.created, result.transitions = len(created), len(transitions)
+        result.updated = sum(len(rows) for rows in updates.values())
     return result
 
 
-def _update_rows(rows: Sequence[TrainJob], names: Sequence[str]) -> None:
-    """UPDATE ``names`` of every row by primary key with one statement executed for each row (executemany).
+_Existing = collections.namedtuple("_Existing", DECIDING_FIELDS)
 
-    Django's ``bulk_update`` builds one CASE expression per field and row; for the tracker's batches of hundreds
-    of rows × 27 fields that cost seconds of CPU per flush, this costs milliseconds.
+
+def _existing_rows(uids: list[str], cluster: int) -> dict[str, _Existing]:
+    """Return ``{uid: its DECIDING_FIELDS}`` of the rows of ``uids`` on ``cluster``.
+
+    PostgreSQL: the uids are sent as one array (no 500-literal IN list to quote here and parse there).
+    """
+    if connection.vendor != "postgresql":
+        rows = _scope(TrainJob.objects, cluster).filter(uid__in=uids).values_list(*DECIDING_FIELDS)
+        return {entry.uid: entry for entry in map(_Existing._make, rows)}
+    quote = connection.ops.quote_name
+    fields = [TrainJob._meta.get_field(name) for name in DECIDING_FIELDS]
+    sql = (f"SELECT {', '.join(quote(field.column) for field in fields)} "  # noqa: S608 (model names only)
+           f"FROM {quote(TrainJob._meta.db_table)} "
+           f"WHERE {quote('cluster_id')} = %s AND {quote('uid')} = ANY(%b::text[])")
+    with _postgres_cursor(sql, len(uids)) as cursor:
+        cursor.execute(sql, [cluster, uids])
+        return {entry.uid: entry for entry in map(_Existing._make, cursor.fetchall())}
+
+
+def _new_row(record: JobRecord, texts: dict[str, str], digest: str, now: dt.datetime, seq: int, cluster: int) -> dict:
+    """Return every column of the new row of ``record`` (``INSERTED_FIELDS``; JSON columns as their text)."""
+    values = {name: getattr(record, name) for name in SCALAR_COLUMNS}
+    values.update(texts)
+    values.update(cluster_id=cluster, uid=record.uid, queue_position=None, submitted_at=record.submitted_at or now,
+                  admitted_at=None, finished_at=None, resource_version=record.observed_version, digest=digest,
+                  gone_at=None, change_seq=seq, updated_at=now)
+    _enter_state(values, record, now, None, None)
+    return values
+
+
+def _changed_values(row, record: JobRecord, texts: dict[str, str], parts: tuple[str, ...], digest: str,
+                    now: dt.datetime, seq: int) -> dict:
+    """Return ``{column: new value}`` of what the write of ``record`` changes in ``row`` (its ``DECIDING_FIELDS``):
+    the parts whose hash differs from the row's digest, the state timestamps on a state change, and the bookkeeping
+    columns. A row marked gone is written in full (``mark_gone`` changed its state columns behind its digest)."""
+    stored = _stored_parts(row.digest) if row.gone_at is None else None
+    values: dict = {}
+    if stored is None or stored[0] != parts[0]:
+        for name in SCALAR_COLUMNS:
+            values[name] = getattr(record, name)
+        # While suspended or queued the level cannot be read: the one the PodGroups showed before stays.
+        known_level = row.level if row.level and row.level != states.LEVEL_UNKNOWN else ""
+        if record.level == states.LEVEL_UNKNOWN and record.state in LEVEL_KEPT_IN and known_level:
+            values["level"] = known_level
+    for index, name in enumerate(JSON_FIELDS, start=1):
+        if stored is None or stored[index] != parts[index]:
+            values[name] = texts[name]
+    if record.submitted_at is not None and record.submitted_at != row.submitted_at:
+        values["submitted_at"] = record.submitted_at
+    if record.observed_version and record.observed_version != row.resource_version:
+        values["resource_version"] = record.observed_version
+    if row.gone_at is not None:
+        values["gone_at"] = None
+    if row.state != record.state:
+        _enter_state(values, record, now, row.admitted_at, row.finished_at)
+    values.update(digest=digest, change_seq=seq, updated_at=now)
+    return values
+
+
+def _update_rows(rows: Sequence[TrainJob], names: Sequence[str]) -> None:
+    """UPDATE ``names`` of every row (TrainJob instances) by primary key (see ``_update``)."""
+    fields = [TrainJob._meta.get_field(name) for name in names]
+    _update(tuple(names), [[getattr(row, field.attname) for field in fields] + [row.pk] for row in rows])
+
+
+def _update(names: tuple[str, ...], rows: list[list]) -> None:
+    """UPDATE columns ``names`` of TrainJob rows by primary key: ``rows`` holds each row's values in ``names``
+    order (JSON columns as their text, see ``json_text``) then its id.
+
+    PostgreSQL: one statement for all rows, joining the table to the values sent as one array per column (no
+    statement per row to parse and plan). Elsewhere one statement executed for each row (executemany). Never
+    Django's ``bulk_update``: it builds one CASE expression per field and row, seconds of CPU per flush.
+
+    Raises DatabaseError when the database refuses a row.
     """
     fields = [TrainJob._meta.get_field(name) for name in names]
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-    # Only model column names (never input) are interpolated; every value is a bound parameter.
-    sql = f"UPDATE {quote(TrainJob._meta.db_table)} SET {assignments} WHERE {quote('id')} = %s"  # noqa: S608
-    params = [[field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields] + [row.pk]
-              for row in rows]
+    table = quote(TrainJob._meta.db_table)
+    # Only model column names (never input) are interpolated into the SQL; every value is a bound parameter.
+    if connection.vendor == "postgresql":
+        columns = list(zip(*rows, strict=True))
+        assignments, arrays, aliases, params = [], [], [], []
+        for index, column in enumerate(fields):
+            if all(value is None for value in columns[index]):
+                assignments.append(f"{quote(column.column)} = NULL")  # an array of NULLs has no element type
+                continue
+            alias = f"v{index}"
+            # The JSON text is sent as text and parsed by the server (no second encoding here).
+            assignments.append(f"{quote(column.column)} = u.{alias}{_JSONB_CAST if column.name in _JSON else ''}")
+            arrays.append(f"%b::{_ARRAY_TYPES.get(column.get_internal_type()) or column.db_type(connection)}[]")
+            aliases.append(alias)
+            params.append(list(columns[index]))
+        sql = (f"UPDATE {table} AS t SET {', '.join(assignments)} "  # noqa: S608
+               f"FROM unnest({', '.join(arrays)}, %b::bigint[]) AS u({', '.join(aliases)}, row_id) "
+               f"WHERE t.{quote('id')} = u.row_id")
+        with _postgres_cursor(sql, len(rows)) as cursor:
+            cursor.execute(sql, [*params, list(columns[-1])])
+        return
+    assignments = ", ".join(f"{quote(column.column)} = %s" for column in fields)
+    sql = f"UPDATE {table} SET {assignments} WHERE {quote('id')} = %s"  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        cursor.executemany(sql, _adapted([*fields, TrainJob._meta.pk], rows))
+
+
+def _insert(model, names: Sequence[str], rows: list[list]) -> None:
+    """INSERT ``rows`` (each the values of ``names`` — attribute names — in order; JSON columns as their text) into
+    ``model``'s table: PostgreSQL COPY (no per-value SQL at all), else one statement executed for each row.
+
+    Raises DatabaseError when the database refuses a row (the whole statement fails).
+    """
+    fields = [model._meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    columns = ", ".join(quote(field.column) for field in fields)
+    if connection.vendor == "postgresql":
+        sql = f"COPY {table} ({columns}) FROM STDIN"
+        with _postgres_cursor(sql, len(rows)) as cursor, cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"  # noqa: S608 (model names only)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, _adapted(fields, rows))
+
+
+def _adapted(fields, rows: list[list]) -> list[list]:
+    """Return ``rows`` with each value as ``fields`` store it (``get_db_prep_save``), JSON text kept as it is."""
+    prepare = [None if field.name in _JSON else field.get_db_prep_save for field in fields]
+    return [[value if prep is None else prep(value, connection) for prep, value in zip(prepare, row, strict=True)]
+            for row in rows]
+
+
+@contextlib.contextmanager
+def _postgres_cursor(sql: str, rows: int):
+    """Yield a server-side-binding psycopg cursor on Django's connection (same transaction). Django's cursors bind
+    on the client, quoting every value into the SQL text in Python; this sends values apart, dumped by psycopg's C
+    code. No statement is prepared (a connection pooler sees only unnamed statements). Database errors come out as
+    Django's; the statement is logged like Django's own (``connection.queries``) when queries are logged.
+    """
+    import psycopg
+
+    connection.ensure_connection()
+    started = time.monotonic()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+    if connection.queries_logged:
+        connection.queries_log.append({"sql": f"{sql} -- {rows} rows", "time": f"{time.monotonic() - started:.3f}"})
 
 
 GONE_REASON = "Deleted"

@@ -28,7 +28,9 @@ MAX_TEXT = 32_768
 MAX_INT = 2_147_483_647
 
 _RECORD_INTS = ("num_nodes", "gpus_per_node")
-_RECORD_JSON = ("resources_per_node", "pod_groups", "workload", "pods", "events", "kueue")
+# The record's JSON columns (what ``sanitize_record`` can hand back as storable JSON text).
+JSON_FIELDS = ("resources_per_node", "pod_groups", "workload", "pods", "events", "kueue")
+_RECORD_JSON = frozenset(JSON_FIELDS)
 _RECORD_DICTS = ("resources_per_node", "workload", "kueue")
 _RECORD_DATES = ("since", "submitted_at")
 # A JSON text with a run this long between quotes may hold a string longer than MAX_JSON_STRING.
@@ -96,16 +98,25 @@ def clean_json(value: Any, counter: _Counter | None = None, depth: int = 0) -> A
     return clean_text(value, MAX_JSON_STRING)[0]
 
 
-def _json_is_clean(value: Any) -> bool:
-    """Return True when ``value`` is certainly storable as it is (the fast path: one C-speed ``json.dumps``).
+def json_text(value: Any) -> str:
+    """Return the canonical JSON text of ``value``: keys sorted, no spaces, non-ASCII kept as it is (so equal values
+    give equal texts, whatever their dicts' key order).
 
-    False means "look closer" (a NUL, a lone surrogate, NaN, a non-JSON type, or a text long enough that one of its
-    strings might exceed ``MAX_JSON_STRING``), not necessarily "dirty".
+    Raises TypeError (a non-JSON type), ValueError (NaN or infinity, a circular reference) or RecursionError.
     """
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return False
+    return _CANONICAL.encode(value)
+
+
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"))
+
+
+def json_text_is_clean(text: str) -> bool:
+    """Return True when ``text`` (from :func:`json_text`) is certainly storable as it is: no NUL, no lone surrogate,
+    no string that might exceed ``MAX_JSON_STRING``.
+
+    False means "look closer" (a run between quotes long enough to hold an over-long string, an escaped backslash
+    before ``u0000``), not necessarily "dirty".
+    """
     if "\\u0000" in text or (len(text) > MAX_JSON_STRING and _LONG_RUN.search(text)):
         return False
     if not text.isascii():
@@ -114,6 +125,17 @@ def _json_is_clean(value: Any) -> bool:
         except UnicodeEncodeError:
             return False
     return True
+
+
+def _clean_json_text(value: Any) -> str | None:
+    """Return the canonical text of ``value`` when it is certainly storable as it is (the fast path: one C-speed
+    encoding), else None ("look closer": a NUL, a lone surrogate, NaN, a non-JSON type, a possibly over-long
+    string)."""
+    try:
+        text = json_text(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if json_text_is_clean(text) else None
 
 
 def _clean_int(value: Any) -> tuple[int, bool]:
@@ -126,20 +148,22 @@ def _clean_int(value: Any) -> tuple[int, bool]:
     return min(max(number, 0), MAX_INT), True
 
 
-def sanitize_record(record: Any, limits: dict[str, int]) -> int:
+def sanitize_record(record: Any, limits: dict[str, int], json_texts: dict[str, str] | None = None) -> int:
     """Repair ``record`` (a ``records.JobRecord``) in place; return how many values were changed (0: untouched).
 
-    ``limits`` maps a string field to its column's maximum length (fields not in it are cut at ``MAX_TEXT``).
+    ``limits`` maps a string field to its column's maximum length (fields not in it are cut at ``MAX_TEXT``). When
+    ``json_texts`` is given, it receives the canonical JSON text (:func:`json_text`) of each field of
+    ``JSON_FIELDS`` as repaired: the writer stores and hashes that text instead of encoding the values again.
     """
     changes = 0
-    values = vars(record)
-    # One C-speed look at every JSON column at once: the common, clean record costs one json.dumps.
-    json_clean = all(isinstance(values.get(name), dict if name in _RECORD_DICTS else list) for name in _RECORD_JSON) \
-        and _json_is_clean([values.get(name) for name in _RECORD_JSON])
-    for name, value in values.items():
+    texts = {} if json_texts is None else json_texts
+    for name, value in vars(record).items():
         if name in _RECORD_JSON:
             expected = dict if name in _RECORD_DICTS else list
-            if json_clean or (isinstance(value, expected) and _json_is_clean(value)):
+            # One C-speed encoding per column; the common, clean value is walked no further.
+            text = _clean_json_text(value) if isinstance(value, expected) else None
+            if text is not None:
+                texts[name] = text
                 continue
             counter = _Counter()
             cleaned = clean_json(value, counter)
@@ -149,6 +173,7 @@ def sanitize_record(record: Any, limits: dict[str, int]) -> int:
             if counter.changes:
                 setattr(record, name, cleaned)
                 changes += counter.changes
+            texts[name] = json_text(cleaned)
         elif name in _RECORD_INTS:
             number, changed = _clean_int(value)
             if changed:

@@ -100,3 +100,22 @@ def test_a_long_list_of_clean_values_is_left_alone():
     clean = record(pods=pods)
     assert sanitize.sanitize_record(clean, LIMITS) == 0
     assert clean.pods is pods
+
+
+def test_the_json_texts_handed_back_are_the_repaired_values():
+    texts: dict[str, str] = {}
+    dirty = record(pods=[{"name": "p\x00", "phase": "half \ud800"}], workload={"b": 1, "a": [1.5, None]})
+    sanitize.sanitize_record(dirty, LIMITS, texts)
+    assert set(texts) == set(sanitize.JSON_FIELDS)
+    for name in sanitize.JSON_FIELDS:
+        assert json.loads(texts[name]) == getattr(dirty, name)
+        assert storable(texts[name])
+    assert texts["workload"] == '{"a":[1.5,null],"b":1}'  # canonical: keys sorted, no spaces
+
+
+def test_a_text_that_only_looks_dirty_is_kept_as_it_is():
+    # An escaped backslash before "u0000" is no NUL: looked at closer, nothing to repair.
+    clean = record(events=[{"message": "\\u0000 is how JSON writes NUL"}])
+    texts: dict[str, str] = {}
+    assert sanitize.sanitize_record(clean, LIMITS, texts) == 0
+    assert json.loads(texts["events"]) == [{"message": "\\u0000 is how JSON writes NUL"}]
