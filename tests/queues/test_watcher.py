@@ -97,8 +97,15 @@ def test_borrowing_then_reclaim_within_the_cohort(kueue, handler):
     kueue.local_queue(team_b, cq_b)
     borrower = kueue.submit(team_a, "borrower", 2, duration=300)  # 16 GPUs of a queue of 8: borrows 8
     kueue.wait(lambda: kueue.condition(team_a, borrower["metadata"]["uid"], "Admitted") == "True")
-    kueue.wait(lambda: "borrowed" in str(kueue.gateway.request(
-        "GET", f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{cq_a}").get("status")))
+
+    def gpus_borrowed() -> str:
+        status = kueue.gateway.request("GET", f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{cq_a}").get("status")
+        lines = [r for f in (status or {}).get("flavorsReservation", []) for r in f["resources"]
+                 if r["name"] == "nvidia.com/gpu"]
+        return lines[0]["borrowed"] if lines else ""
+
+    # Every resource line carries "borrowed" (0 before the admission is counted): wait for the 8 it borrows.
+    kueue.wait(lambda: gpus_borrowed() == "8")
 
     _sync(handler)
     usage_a = next(u for u in ClusterQueue.objects.get(name=cq_a).usage if u["resource"] == "nvidia.com/gpu")
