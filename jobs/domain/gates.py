@@ -270,7 +270,7 @@ def tally_pods(pods: Sequence) -> PodTally:
         counts = _tally_records(pods)
         if counts is not None:
             return PodTally(pods, counts)
-        pods = [pod if isinstance(pod, dict) else pod.as_object() for pod in pods]
+        pods = list(map(as_pod_object, pods))
     counts = _tally_uniform(pods)
     if counts is None:
         counts = _tally_each(pods)

@@ -97,6 +97,15 @@ def _requesting_pods(pods: list) -> list[dict]:
     return [*seen.values(), *dicts]
 
 
+def _pod_view(pod: object) -> dict:
+    """Return what a row stores of one pod (the tracker's record of it, or a dict)."""
+    if isinstance(pod, dict):
+        name, phase, node, group = sig.name_of(pod), sig.pod_phase(pod), sig.pod_node(pod), sig.pod_group_name_of(pod)
+    else:
+        name, phase, node, group = pod.name, pod.phase, pod.node, pod.group_name
+    return {"name": name, "phase": phase, "node": node, "podGroup": group, "zone": "", "block": "", "rack": ""}
+
+
 def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
     """Return the record of ``tree`` (computing its admission when not given)."""
     admission = admission or admission_of_tree(tree)
@@ -106,11 +115,7 @@ def job_record(tree: JobTree, admission: Admission | None = None) -> JobRecord:
     workload = tree.workloads[0] if tree.workloads else None
     workload_view = {"name": sig.name_of(workload), "apiVersion": sig.as_str(workload.get("apiVersion")),
                      "templates": sig.workload_templates(workload)} if workload else {}
-    pods = [{"name": pod.name, "phase": pod.phase, "node": pod.node, "podGroup": pod.group_name,
-             "zone": "", "block": "", "rack": ""} if not isinstance(pod, dict) else
-            {"name": sig.name_of(pod), "phase": sig.pod_phase(pod), "node": sig.pod_node(pod),
-             "podGroup": sig.pod_group_name_of(pod), "zone": "", "block": "", "rack": ""}
-            for pod in tree.pods[:MAX_PODS_STORED]]
+    pods = [_pod_view(pod) for pod in tree.pods[:MAX_PODS_STORED]]
     kueue = {}
     if tree.kueue_workloads:
         kq = tree.kueue_workloads[0]
